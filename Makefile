@@ -1,0 +1,81 @@
+# fakegate -- build, run and test. `make help` lists the targets.
+#   make              build build/fakegate
+#   make run          build and start on 127.0.0.1:8080 with the `normal` profile
+#   make test         every Check suite (server/tests) and the black-box tests (client-tests)
+#   make test SANITIZE=1   the same under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make clean
+
+PKGS      := libmicrohttpd jansson check libcurl
+DEB_PKGS  := libmicrohttpd-dev libjansson-dev check libcurl4-openssl-dev pkg-config
+
+CC        ?= cc
+SANITIZE  ?= 0
+ifeq ($(SANITIZE),1)
+BUILD     := build/san
+SANFLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+BUILD     := build
+SANFLAGS  :=
+endif
+
+WARN      := -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wstrict-prototypes \
+             -Wmissing-prototypes -Wformat=2 -Werror
+CFLAGS    ?= -O2 -g
+ALL_CFLAGS = -std=c11 $(WARN) $(CFLAGS) $(SANFLAGS) -MMD -MP -pthread \
+             $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS_SRV = $(shell pkg-config --libs libmicrohttpd jansson 2>/dev/null) -lm -pthread
+LDLIBS_CHK = $(shell pkg-config --libs check 2>/dev/null)
+LDLIBS_CURL= $(shell pkg-config --libs libcurl jansson 2>/dev/null)
+
+SRV_SRC   := $(wildcard server/src/*.c)
+SRV_OBJ   := $(SRV_SRC:%.c=$(BUILD)/obj/%.o)
+LIB_OBJ   := $(filter-out $(BUILD)/obj/server/src/main.o,$(SRV_OBJ))
+UNIT_SRC  := $(wildcard server/tests/check_*.c)
+UNIT_BIN  := $(UNIT_SRC:server/tests/%.c=$(BUILD)/tests/%)
+CT_LIB_SRC:= $(filter-out client-tests/tests/%,$(wildcard client-tests/*.c))
+CT_LIB_OBJ:= $(CT_LIB_SRC:%.c=$(BUILD)/obj/%.o)
+BB_SRC    := $(wildcard client-tests/tests/check_*.c)
+BB_BIN    := $(BB_SRC:client-tests/tests/%.c=$(BUILD)/client-tests/%)
+
+.PHONY: all run test unit blackbox clean deps help
+all: deps $(BUILD)/fakegate
+
+help:
+	@sed -n '2,7p' Makefile | sed 's/^# //'
+
+# Say exactly which Debian packages are missing and how to install them.
+deps:
+	@command -v pkg-config >/dev/null || { echo "fakegate: pkg-config is missing. Install the build dependencies with: sudo scripts/install-deps   (apt-get install $(DEB_PKGS))" >&2; exit 1; }
+	@missing=""; for p in $(PKGS); do pkg-config --exists $$p || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "fakegate: missing libraries:$$missing" >&2; \
+	  echo "  install them with: sudo scripts/install-deps   (apt-get install $(DEB_PKGS))" >&2; exit 1; fi
+
+$(BUILD)/fakegate: $(SRV_OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS_SRV)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -iquote server/src -iquote client-tests -c -o $@ $<
+
+$(BUILD)/tests/%: $(BUILD)/obj/server/tests/%.o $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS_SRV) $(LDLIBS_CHK)
+
+$(BUILD)/client-tests/%: $(BUILD)/obj/client-tests/tests/%.o $(CT_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS_CURL) $(LDLIBS_CHK) -lm
+
+run: all
+	$(BUILD)/fakegate --port 8080 --profile normal
+
+# One test command: unit suites, then black-box suites against the built binary. Prints each
+# suite's Check summary and a final "N passed, M failed" line; fails on any failure or on 0 checks.
+test: deps $(BUILD)/fakegate $(UNIT_BIN) $(BB_BIN)
+	@FAKEGATE_BIN=$(abspath $(BUILD)/fakegate) FAKEGATE_PROFILES=$(abspath profiles) \
+	  SANITIZE=$(SANITIZE) scripts/run-tests $(UNIT_BIN) $(BB_BIN)
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

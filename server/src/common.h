@@ -1,0 +1,29 @@
+/* common.h -- small definitions every module shares: error buffers, clocks, units.
+ * Times inside fakegate are int64 nanoseconds on CLOCK_MONOTONIC unless a name says otherwise
+ * (`_ms`, `_s`, `_unix_us`). */
+#ifndef FAKEGATE_COMMON_H
+#define FAKEGATE_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FAKEGATE_VERSION "0.1.0"
+
+/* Size of the caller-provided buffer that start-up and configuration functions fill with a
+ * one-line message when they return -1 (Redis anet style). */
+#define ERR_LEN 512
+
+#define NS_PER_MS INT64_C(1000000)
+#define NS_PER_S INT64_C(1000000000)
+
+/* Monotonic clock in ns. Thread: any. */
+int64_t now_mono_ns(void);
+/* Wall clock in µs since the Unix epoch (UTC). Thread: any. */
+int64_t now_unix_us(void);
+
+/* Format `unix_us` (µs since the epoch, UTC) as Korea time, seconds precision, with the offset
+ * Toss writes: "2024-02-13T12:17:57+09:00" (25 chars + NUL), whatever the host's time zone
+ * (SPEC §7 "Time"). */
+void fmt_kst(int64_t unix_us, char out[32]);
+
+#endif

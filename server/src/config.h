@@ -1,0 +1,29 @@
+/* config.h -- the server's settings after argv and the environment are read (SPEC §1).
+ * Filled once by main.c before any thread starts; read-only afterwards. */
+#ifndef FAKEGATE_CONFIG_H
+#define FAKEGATE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct config {
+    const char *host;           /* --host, default 127.0.0.1 */
+    unsigned port;              /* --port, default 8080; 0 = pick a free port */
+    const char *port_file;      /* --port-file, or NULL */
+    const char *profile;        /* --profile NAME|PATH, default "normal" */
+    const char *profiles_dir;   /* --profiles-dir, or NULL = search the default places */
+    bool has_seed;
+    uint64_t seed;              /* --seed */
+    const char **secret_keys;   /* --secret-key (repeatable); none = any test_sk_ / test_gsk_ */
+    size_t n_secret_keys;
+    const char *mid;            /* --mid, default "tgen_fakegate" */
+    size_t max_body;            /* --max-body, bytes, default 65536 */
+    int64_t idempotency_ttl_s;  /* --idempotency-ttl, seconds, default 15 days */
+    int64_t session_ttl_s;      /* --session-ttl, seconds, default 600 */
+    bool strict_sessions;       /* --strict-sessions */
+    unsigned idle_timeout_s;    /* --idle-timeout, seconds, default 30 */
+    bool quiet;                 /* --quiet: no access log */
+};
+
+#endif

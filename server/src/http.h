@@ -1,0 +1,32 @@
+/* http.h -- the HTTP server: libmicrohttpd daemon, handler phases, suspend/resume through the
+ * scheduler, orderly stop. The only module that knows libmicrohttpd. */
+#ifndef FAKEGATE_HTTP_H
+#define FAKEGATE_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "sched.h"
+
+struct http_server;
+
+/* Start listening on cfg->host:cfg->port (0 = a free port) with one polling thread (epoll)
+ * and the timer thread `s` (already started; borrowed). `trace_salt` makes trace ids differ
+ * between processes. Returns the server, or NULL with a message in err (e.g. "127.0.0.1:8080:
+ * Address already in use"). Thread: main. */
+struct http_server *http_start(const struct config *cfg, struct sched *s, uint64_t trace_salt,
+                               char *err, size_t err_len);
+
+/* The port actually bound (useful with port 0). */
+unsigned http_port(const struct http_server *h);
+
+/* The connection limit chosen from RLIMIT_NOFILE. */
+unsigned http_connection_limit(const struct http_server *h);
+
+/* Stop: refuse new connections, drain the scheduler (queued requests answered 503, processing
+ * ones committed), wait up to `grace_ms` for connections to finish, then stop the daemon and
+ * free `h`. Thread: main. */
+void http_stop(struct http_server *h, int64_t grace_ms);
+
+#endif

@@ -1,0 +1,79 @@
+/* idem.h -- idempotency records: claim / complete / release / replay (SPEC §3).
+ * A record is keyed by its scope (secret key, Idempotency-Key, method, path) and is PROCESSING
+ * from the claim until its owner completes it (DONE, holding the exact response) or releases
+ * it (deleted). Only the owner may complete or release. Pure data, no lock: the gateway's store
+ * lock guards every call, so for one scope at most one request ever holds the claim. */
+#ifndef FAKEGATE_IDEM_H
+#define FAKEGATE_IDEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strmap.h"
+
+struct payment;
+
+enum idem_state { IDEM_PROCESSING = 0, IDEM_DONE };
+
+/* What a DONE record replays. A payment success is kept as a view of the ledger (payment plus
+ * how many cancels it had and the status then) and re-rendered byte-identically, so a record
+ * costs ~100 bytes instead of a ~1.5 KiB body; anything else is kept as bytes. */
+struct idem_response {
+    int status;                  /* HTTP status */
+    struct payment *payment;     /* non-NULL: a Payment view */
+    uint32_t view_cancels;       /* cancels included in the view */
+    uint8_t view_status;         /* enum pay_status of the view */
+    bool en;                     /* rendered in English (Accept-Language: en-US) */
+    char *body;                  /* owned, when payment == NULL */
+    size_t body_len;
+};
+
+struct idem_record {
+    char *scope;                 /* owned; the map's key */
+    size_t scope_len;
+    enum idem_state state;
+    const void *owner;           /* the request holding the claim (PROCESSING only) */
+    int64_t expires_ns;          /* monotonic ns */
+    uint64_t body_hash;          /* hash of the first request's canonical body */
+    struct idem_response resp;   /* DONE only */
+};
+
+struct idem_store {
+    struct strmap map;
+    int64_t ttl_ns;
+};
+
+/* Build the scope key into out (caller frees): the four parts joined by NUL bytes.
+ * Returns NULL on out of memory; *len receives the length. */
+char *idem_scope(const char *secret_key, const char *idem_key, const char *method,
+                 const char *path, size_t *len);
+
+void idem_init(struct idem_store *s, int64_t ttl_ns);
+void idem_fini(struct idem_store *s);
+/* Drop every record (POST /__admin/reset). */
+void idem_reset(struct idem_store *s);
+
+/* The live record for `scope`, or NULL; an expired record is deleted here and NULL returned.
+ * Borrowed: valid until released or reset. */
+struct idem_record *idem_lookup(struct idem_store *s, const char *scope, size_t len,
+                                int64_t now_ns);
+
+/* Create a PROCESSING record owned by `owner`. Requires that no live record exists (call
+ * idem_lookup first, under the same lock). Returns NULL on out of memory. */
+struct idem_record *idem_claim(struct idem_store *s, const char *scope, size_t len,
+                               const void *owner, uint64_t body_hash, int64_t now_ns);
+
+/* Mark `rec` DONE with `resp` (ownership of resp->body passes to the record). Returns 0, or -1
+ * if `owner` does not hold the claim (the record is then unchanged and resp->body still the
+ * caller's). */
+int idem_complete(struct idem_record *rec, const void *owner, struct idem_response *resp);
+
+/* Delete `rec` if `owner` holds its claim (the gateway never processed the request, so a
+ * resend runs again). Returns 0, or -1 if not the owner. */
+int idem_release(struct idem_store *s, struct idem_record *rec, const void *owner);
+
+/* Number of live records (expired ones not yet swept included). */
+size_t idem_count(const struct idem_store *s);
+
+#endif

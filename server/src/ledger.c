@@ -1,0 +1,152 @@
+/* ledger.c -- payments and transactions (see ledger.h). Invariants: every payment is in
+ * `all` and `by_key`; `by_order` maps an orderId to the first payment that used it; `txs` is
+ * in commit order and only grows until reset. */
+#define _POSIX_C_SOURCE 200809L
+#include "ledger.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "rng.h"
+
+const char *pay_status_name(enum pay_status s)
+{
+    static const char *const names[] = {"IN_PROGRESS", "DONE",    "CANCELED",
+                                        "PARTIAL_CANCELED", "ABORTED", "EXPIRED"};
+    return names[s];
+}
+
+void ledger_init(struct ledger *l, uint64_t salt)
+{
+    memset(l, 0, sizeof *l);
+    strmap_init(&l->by_key);
+    strmap_init(&l->by_order);
+    l->salt = salt;
+    l->next_id = 1;
+    l->next_seq = 1;
+}
+
+static void payment_free(struct payment *p)
+{
+    for (uint32_t i = 0; i < p->n_cancels; i++)
+        free(p->cancels[i].reason);
+    for (uint32_t i = 0; i < p->n_idem_keys; i++)
+        free(p->idem_keys[i]);
+    free(p->cancels);
+    free(p->idem_keys);
+    free(p->payment_key);
+    free(p->order_id);
+    free(p);
+}
+
+void ledger_fini(struct ledger *l)
+{
+    for (size_t i = 0; i < l->n_all; i++)
+        payment_free(l->all[i]);
+    free(l->all);
+    free(l->txs);
+    strmap_fini(&l->by_key);
+    strmap_fini(&l->by_order);
+}
+
+void ledger_reset(struct ledger *l)
+{
+    uint64_t salt = l->salt;
+    ledger_fini(l);
+    ledger_init(l, salt);
+}
+
+struct payment *ledger_get(const struct ledger *l, const char *payment_key)
+{
+    return strmap_get(&l->by_key, payment_key, strlen(payment_key));
+}
+
+struct payment *ledger_get_by_order(const struct ledger *l, const char *order_id)
+{
+    return strmap_get(&l->by_order, order_id, strlen(order_id));
+}
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap * 2 : 64;
+    void *n = realloc(*arr, ncap * elem);
+    if (!n)
+        return -1;
+    *arr = n;
+    *cap = ncap;
+    return 0;
+}
+
+struct payment *ledger_create(struct ledger *l, const char *payment_key, const char *order_id,
+                              int64_t amount, int64_t now_us)
+{
+    if (ledger_get(l, payment_key))
+        return NULL;
+    if (grow((void **)&l->all, &l->cap_all, l->n_all + 1, sizeof *l->all) != 0)
+        return NULL;
+    struct payment *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->payment_key = strdup(payment_key);
+    p->order_id = strdup(order_id);
+    if (!p->payment_key || !p->order_id) {
+        payment_free(p);
+        return NULL;
+    }
+    p->id = l->next_id++;
+    p->amount = amount;
+    p->balance = amount;
+    p->status = PAY_IN_PROGRESS;
+    p->requested_at_us = now_us;
+    if (strmap_put(&l->by_key, p->payment_key, strlen(p->payment_key), p) == p) {
+        payment_free(p);
+        return NULL;
+    }
+    if (!ledger_get_by_order(l, order_id) &&
+        strmap_put(&l->by_order, p->order_id, strlen(p->order_id), p) == p) {
+        strmap_del(&l->by_key, p->payment_key, strlen(p->payment_key));
+        payment_free(p);
+        return NULL;
+    }
+    l->all[l->n_all++] = p;
+    return p;
+}
+
+int ledger_approve(struct ledger *l, struct payment *p, int64_t now_us)
+{
+    if (grow((void **)&l->txs, &l->cap_txs, l->n_txs + 1, sizeof *l->txs) != 0)
+        return -1;
+    p->status = PAY_DONE;
+    p->approved_at_us = now_us;
+    p->charges++;
+    l->txs[l->n_txs++] = (struct ledger_tx){p, -1, l->next_seq++};
+    return 0;
+}
+
+int ledger_note_idem_key(struct payment *p, const char *idem_key)
+{
+    for (uint32_t i = 0; i < p->n_idem_keys; i++)
+        if (strcmp(p->idem_keys[i], idem_key) == 0)
+            return 0;
+    char **n = realloc(p->idem_keys, (p->n_idem_keys + 1) * sizeof *n);
+    if (!n)
+        return -1;
+    p->idem_keys = n;
+    if (!(n[p->n_idem_keys] = strdup(idem_key)))
+        return -1;
+    p->n_idem_keys++;
+    return 0;
+}
+
+void ledger_tx_key(const struct ledger *l, const struct payment *p, int32_t cancel_index,
+                   char out[33])
+{
+    static const char hex[] = "0123456789ABCDEF";
+    uint64_t st = l->salt ^ mix64(p->id * 1000003u + (uint64_t)(int64_t)(cancel_index + 1));
+    uint64_t w[2] = {splitmix64(&st), splitmix64(&st)};
+    for (int i = 0; i < 32; i++)
+        out[i] = hex[(w[i / 16] >> ((i % 16) * 4)) & 15];
+    out[32] = '\0';
+}

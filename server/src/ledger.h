@@ -1,0 +1,96 @@
+/* ledger.h -- payments and their transactions: fakegate's ground truth (SPEC §2, §5).
+ * Pure data, no I/O, no lock: the gateway's store lock guards every call. A payment is created
+ * IN_PROGRESS when its first valid confirm arrives (or a session is registered) and changes
+ * status only through ledger_* calls, so `charges` counts real approvals: never more than 1. */
+#ifndef FAKEGATE_LEDGER_H
+#define FAKEGATE_LEDGER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strmap.h"
+
+enum pay_status {
+    PAY_IN_PROGRESS = 0,
+    PAY_DONE,
+    PAY_CANCELED,
+    PAY_PARTIAL_CANCELED,
+    PAY_ABORTED,
+    PAY_EXPIRED
+};
+
+/* "IN_PROGRESS", "DONE", ... as Toss spells them. */
+const char *pay_status_name(enum pay_status s);
+
+struct payment_cancel {
+    int64_t amount;          /* cancelAmount, KRW */
+    int64_t balance_after;   /* the balance after this cancel (its refundableAmount) */
+    int64_t canceled_at_us;  /* commit time, µs since the Unix epoch */
+    char *reason;            /* owned */
+};
+
+struct payment {
+    char *payment_key;       /* owned; also the by-key map's key */
+    char *order_id;          /* owned; also the by-order map's key */
+    uint64_t id;             /* ledger sequence; seeds the derived fields (card no., keys) */
+    int64_t amount;          /* totalAmount, KRW */
+    int64_t balance;         /* balanceAmount, KRW */
+    enum pay_status status;
+    bool processing;         /* a confirm holds the claim (between claim and commit) */
+    uint8_t charges;         /* approvals committed: the invariant is charges <= 1 */
+    int64_t requested_at_us; /* creation (first confirm's arrival) */
+    int64_t approved_at_us;  /* commit of the approval; 0 before */
+    uint32_t confirm_attempts;
+    uint32_t n_cancels;
+    struct payment_cancel *cancels; /* owned, n_cancels entries in commit order */
+    uint32_t n_idem_keys;
+    char **idem_keys;        /* owned: distinct Idempotency-Keys seen on this payment's confirms */
+};
+
+/* One row of GET /v1/transactions: an approval (cancel_index < 0) or a cancel. */
+struct ledger_tx {
+    struct payment *payment;
+    int32_t cancel_index;
+    uint64_t seq;            /* commit order */
+};
+
+struct ledger {
+    struct strmap by_key;    /* payment_key -> payment */
+    struct strmap by_order;  /* order_id -> payment (first payment to use the orderId) */
+    struct payment **all;    /* creation order */
+    size_t n_all, cap_all;
+    struct ledger_tx *txs;   /* commit order */
+    size_t n_txs, cap_txs;
+    uint64_t next_id, next_seq;
+    uint64_t salt;           /* per-instance: makes derived keys unique across runs */
+};
+
+void ledger_init(struct ledger *l, uint64_t salt);
+/* Free every payment and index. */
+void ledger_fini(struct ledger *l);
+/* Empty the ledger (POST /__admin/reset); keeps the salt. */
+void ledger_reset(struct ledger *l);
+
+/* Payment by paymentKey / by orderId (NUL-terminated), or NULL. Borrowed: valid until reset. */
+struct payment *ledger_get(const struct ledger *l, const char *payment_key);
+struct payment *ledger_get_by_order(const struct ledger *l, const char *order_id);
+
+/* Create a payment IN_PROGRESS (copies the strings). The orderId index is set only if no
+ * payment holds that orderId yet. Returns NULL if the paymentKey exists or memory ran out. */
+struct payment *ledger_create(struct ledger *l, const char *payment_key, const char *order_id,
+                              int64_t amount, int64_t now_us);
+
+/* Record an approval: status DONE, approved_at, charges++, a transaction row. Requires status
+ * IN_PROGRESS. Returns 0, or -1 on out of memory (the payment is then unchanged). */
+int ledger_approve(struct ledger *l, struct payment *p, int64_t now_us);
+
+/* Remember that `idem_key` was used on a confirm of `p` (deduplicated). 0 or -1 (OOM). */
+int ledger_note_idem_key(struct payment *p, const char *idem_key);
+
+/* Transaction key of an approval (cancel_index < 0) or of cancel `cancel_index`: 32 upper-case
+ * hex characters derived from (salt, payment id, index) into out[33]. */
+void ledger_tx_key(const struct ledger *l, const struct payment *p, int32_t cancel_index,
+                   char out[33]);
+
+#endif

@@ -1,0 +1,479 @@
+/* main.c -- fakegate's entry point: argv and FAKEGATE_* environment → config (flags win),
+ * the profile, signals (blocked in every thread, taken with sigwait here), start, the ready
+ * line and port file, and the orderly stop. Exit codes (SPEC §1): 0 clean shutdown, 2 usage or
+ * configuration error, 1 runtime failure. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "config.h"
+#include "http.h"
+#include "payments.h"
+#include "profile.h"
+#include "router.h"
+#include "sched.h"
+
+#define MAX_SECRET_KEYS 64
+
+/* Every flag, its argument, its environment variable and its help text: the one place a flag
+ * is documented. Environment variable = FAKEGATE_ + the flag upper-cased, '-' → '_'. */
+enum opt_id {
+    O_HOST, O_PORT, O_PORT_FILE, O_PROFILE, O_PROFILES_DIR, O_SEED, O_SECRET_KEY, O_MID,
+    O_MAX_BODY, O_IDEMPOTENCY_TTL, O_SESSION_TTL, O_STRICT_SESSIONS, O_IDLE_TIMEOUT, O_QUIET,
+    O_CHECK_PROFILE, O_VERSION, O_HELP, O_COUNT
+};
+
+struct opt {
+    const char *name;   /* without "--" */
+    const char *arg;    /* NULL for a switch */
+    bool env;           /* has a FAKEGATE_* variable */
+    const char *help;
+};
+
+static const struct opt opts[O_COUNT] = {
+    [O_HOST] = {"host", "ADDR", true, "address to listen on (default 127.0.0.1; 0.0.0.0 = all interfaces)"},
+    [O_PORT] = {"port", "N", true, "TCP port (default 8080; 0 = pick a free port, see --port-file)"},
+    [O_PORT_FILE] = {"port-file", "PATH", true, "write the bound port here once listening (atomic: temp file + rename); removed at exit"},
+    [O_PROFILE] = {"profile", "NAME|PATH", true, "profile name (looked up in --profiles-dir) or JSON file path (default normal)"},
+    [O_PROFILES_DIR] = {"profiles-dir", "DIR", true, "where profile names are looked up (default: <prefix>/share/fakegate/profiles, then profiles/ next to the binary's parent, then ./profiles)"},
+    [O_SEED] = {"seed", "N", true, "seed (unsigned 64-bit) for every random decision; default: the profile's \"seed\", else random (printed in the ready line)"},
+    [O_SECRET_KEY] = {"secret-key", "KEY", true, "accepted secret key (repeatable; env: comma-separated); default: any key starting test_sk_ or test_gsk_"},
+    [O_MID] = {"mid", "MID", true, "merchant id in Payment.mId (default tgen_fakegate)"},
+    [O_MAX_BODY] = {"max-body", "BYTES", true, "largest request body in bytes; larger → 413 (default 65536)"},
+    [O_IDEMPOTENCY_TTL] = {"idempotency-ttl", "SECONDS", true, "how long an Idempotency-Key record lives (default 1296000 = 15 days, as Toss)"},
+    [O_SESSION_TTL] = {"session-ttl", "SECONDS", true, "payment session lifetime (default 600, Toss's 10-minute window)"},
+    [O_STRICT_SESSIONS] = {"strict-sessions", NULL, true, "an unknown paymentKey → 404 NOT_FOUND_PAYMENT_SESSION (default: lenient)"},
+    [O_IDLE_TIMEOUT] = {"idle-timeout", "SECONDS", true, "close idle keep-alive connections after this many seconds (default 30)"},
+    [O_QUIET] = {"quiet", NULL, true, "no log lines on stderr"},
+    [O_CHECK_PROFILE] = {"check-profile", "FILE", false, "validate a profile file and exit: 0 valid, 2 invalid (file:line:column: message)"},
+    [O_VERSION] = {"version", NULL, false, "print the version and exit"},
+    [O_HELP] = {"help", NULL, false, "print this help and exit"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: fakegate [options]\n"
+               "       fakegate --check-profile FILE\n"
+               "       fakegate probe [--host ADDR] [--port N]   exit 0 if a server answers GET /healthz\n\n"
+               "A fake Toss-Payments-like gateway for integration tests. Options (each also read from\n"
+               "the environment variable shown; flags win over the environment):\n");
+    for (int i = 0; i < O_COUNT; i++) {
+        char left[64], env[48] = "";
+        snprintf(left, sizeof left, "--%s%s%s", opts[i].name, opts[i].arg ? " " : "",
+                 opts[i].arg ? opts[i].arg : "");
+        if (opts[i].env) {
+            size_t k = (size_t)snprintf(env, sizeof env, "  [FAKEGATE_");
+            for (const char *p = opts[i].name; *p && k + 2 < sizeof env; p++)
+                env[k++] = *p == '-' ? '_' : (char)(*p - ('a' <= *p && *p <= 'z' ? 32 : 0));
+            snprintf(env + k, sizeof env - k, "]");
+        }
+        fprintf(f, "  %-26s %s%s\n", left, opts[i].help, env);
+    }
+}
+
+static int find_opt(const char *name, size_t len)
+{
+    for (int i = 0; i < O_COUNT; i++)
+        if (strlen(opts[i].name) == len && strncmp(opts[i].name, name, len) == 0)
+            return i;
+    return -1;
+}
+
+struct cli {
+    struct config cfg;
+    const char *secret_keys[MAX_SECRET_KEYS];
+    bool keys_from_flags;
+    const char *check_profile;
+};
+
+static bool parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+    if (!s || !*s || *s == '-')
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Apply one option value. `src` names where it came from, for messages. 0 or -1 (printed). */
+static int apply(struct cli *c, int id, const char *val, const char *src)
+{
+    uint64_t v = 0;
+    struct config *cfg = &c->cfg;
+    switch ((enum opt_id)id) {
+    case O_HOST: cfg->host = val; return 0;
+    case O_PORT:
+        if (!parse_u64(val, 65535, &v))
+            goto bad;
+        cfg->port = (unsigned)v;
+        return 0;
+    case O_PORT_FILE: cfg->port_file = val; return 0;
+    case O_PROFILE: cfg->profile = val; return 0;
+    case O_PROFILES_DIR: cfg->profiles_dir = val; return 0;
+    case O_SEED:
+        if (!parse_u64(val, UINT64_MAX, &v))
+            goto bad;
+        cfg->has_seed = true;
+        cfg->seed = v;
+        return 0;
+    case O_SECRET_KEY: {
+        if (strcmp(src, "flag") == 0 && !c->keys_from_flags) {
+            cfg->n_secret_keys = 0; /* flags replace the environment's list */
+            c->keys_from_flags = true;
+        }
+        char *copy = strdup(val), *save = NULL;
+        if (!copy)
+            return -1;
+        for (char *k = strtok_r(copy, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+            if (cfg->n_secret_keys == MAX_SECRET_KEYS) {
+                fprintf(stderr, "fakegate: --secret-key: at most %d keys\n", MAX_SECRET_KEYS);
+                return -1;
+            }
+            c->secret_keys[cfg->n_secret_keys++] = k; /* copy lives until exit */
+        }
+        return 0;
+    }
+    case O_MID: cfg->mid = val; return 0;
+    case O_MAX_BODY:
+        if (!parse_u64(val, 1U << 30, &v) || v == 0)
+            goto bad;
+        cfg->max_body = (size_t)v;
+        return 0;
+    case O_IDEMPOTENCY_TTL:
+        if (!parse_u64(val, INT64_MAX / NS_PER_S, &v) || v == 0)
+            goto bad;
+        cfg->idempotency_ttl_s = (int64_t)v;
+        return 0;
+    case O_SESSION_TTL:
+        if (!parse_u64(val, INT64_MAX / NS_PER_S, &v) || v == 0)
+            goto bad;
+        cfg->session_ttl_s = (int64_t)v;
+        return 0;
+    case O_IDLE_TIMEOUT:
+        if (!parse_u64(val, 86400, &v))
+            goto bad;
+        cfg->idle_timeout_s = (unsigned)v;
+        return 0;
+    case O_STRICT_SESSIONS:
+    case O_QUIET: {
+        bool on = !val || strcmp(val, "1") == 0 || strcasecmp(val, "true") == 0 ||
+                  strcasecmp(val, "yes") == 0;
+        if (val && !on && strcmp(val, "0") != 0 && strcasecmp(val, "false") != 0 &&
+            strcasecmp(val, "no") != 0)
+            goto bad;
+        if (id == O_QUIET)
+            cfg->quiet = on;
+        else
+            cfg->strict_sessions = on;
+        return 0;
+    }
+    case O_CHECK_PROFILE: c->check_profile = val; return 0;
+    case O_VERSION:
+    case O_HELP:
+    case O_COUNT:
+        break;
+    }
+    return 0;
+bad:
+    if (strcmp(src, "flag") == 0)
+        fprintf(stderr, "fakegate: --%s: invalid value '%s'\n", opts[id].name, val);
+    else
+        fprintf(stderr, "fakegate: %s: invalid value '%s' (for --%s)\n", src, val, opts[id].name);
+    return -1;
+}
+
+/* Defaults, then FAKEGATE_* variables, then flags. Returns 0, 1 (help/version printed: exit 0)
+ * or -1 (usage error printed: exit 2). */
+static int parse_cli(struct cli *c, int argc, char **argv)
+{
+    struct config *cfg = &c->cfg;
+    memset(c, 0, sizeof *c);
+    cfg->host = "127.0.0.1";
+    cfg->port = 8080;
+    cfg->profile = "normal";
+    cfg->mid = "tgen_fakegate";
+    cfg->max_body = 65536;
+    cfg->idempotency_ttl_s = 15 * 86400;
+    cfg->session_ttl_s = 600;
+    cfg->idle_timeout_s = 30;
+    cfg->secret_keys = c->secret_keys;
+    for (int i = 0; i < O_COUNT; i++) {
+        if (!opts[i].env)
+            continue;
+        char env[64] = "FAKEGATE_";
+        size_t k = strlen(env);
+        for (const char *p = opts[i].name; *p; p++)
+            env[k++] = *p == '-' ? '_' : (char)(*p - ('a' <= *p && *p <= 'z' ? 32 : 0));
+        env[k] = '\0';
+        const char *v = getenv(env);
+        if (v && apply(c, i, v, env) != 0)
+            return -1;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0) {
+            fprintf(stderr, "fakegate: unexpected argument '%s' (see --help)\n", a);
+            return -1;
+        }
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        int id = find_opt(name, len);
+        if (id < 0) {
+            fprintf(stderr, "fakegate: unknown option '%.*s' (see --help)\n", (int)len + 2, a);
+            return -1;
+        }
+        if (id == O_HELP) {
+            usage(stdout);
+            return 1;
+        }
+        if (id == O_VERSION) {
+            printf("fakegate %s\n", FAKEGATE_VERSION);
+            return 1;
+        }
+        const char *val = NULL;
+        if (opts[id].arg) {
+            if (eq)
+                val = eq + 1;
+            else if (i + 1 < argc)
+                val = argv[++i];
+            else {
+                fprintf(stderr, "fakegate: --%s needs a value (%s)\n", opts[id].name, opts[id].arg);
+                return -1;
+            }
+        } else if (eq) {
+            val = eq + 1;
+        }
+        if (apply(c, id, val, "flag") != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* --- profile lookup ----------------------------------------------------------------------- */
+
+static bool file_exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Resolve --profile to a file path in out. 0, or -1 with err set. */
+static int resolve_profile(const struct config *cfg, const char *argv0, char *out, size_t len,
+                           char err[ERR_LEN])
+{
+    const char *p = cfg->profile;
+    if (strchr(p, '/') || (strlen(p) > 5 && strcmp(p + strlen(p) - 5, ".json") == 0)) {
+        snprintf(out, len, "%s", p);
+        return 0;
+    }
+    if (!profile_name_valid(p)) {
+        snprintf(err, ERR_LEN, "--profile %s: a profile name is [a-z0-9_-]{1,64}, or give a path", p);
+        return -1;
+    }
+    char exe[PATH_MAX] = "", dirs[4][PATH_MAX + 32];
+    int nd = 0;
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0 && argv0)
+        n = (ssize_t)snprintf(exe, sizeof exe, "%s", argv0);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = '\0';
+    }
+    if (cfg->profiles_dir) {
+        snprintf(dirs[nd++], sizeof dirs[0], "%s", cfg->profiles_dir);
+    } else {
+        if (exe[0]) {
+            snprintf(dirs[nd++], sizeof dirs[0], "%s/../share/fakegate/profiles", exe);
+            snprintf(dirs[nd++], sizeof dirs[0], "%s/../profiles", exe);
+        }
+        snprintf(dirs[nd++], sizeof dirs[0], "profiles");
+    }
+    for (int i = 0; i < nd; i++) {
+        int w = snprintf(out, len, "%s/%s.json", dirs[i], p);
+        if (w > 0 && (size_t)w < len && file_exists(out))
+            return 0;
+    }
+    snprintf(err, ERR_LEN, "--profile %s: no %s.json in %.200s%s", p, p, dirs[0],
+             nd > 1 ? " or the other default places (see --help; use --profiles-dir)" : "");
+    return -1;
+}
+
+/* --- port file ---------------------------------------------------------------------------- */
+
+static int write_port_file(const char *path, unsigned port)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "%u\n", port);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* --- probe -------------------------------------------------------------------------------- */
+
+/* fakegate probe [--host ADDR] [--port N]: GET /healthz with a 2 s timeout; exit 0 on 200. */
+static int probe(int argc, char **argv)
+{
+    const char *host = getenv("FAKEGATE_HOST") ? getenv("FAKEGATE_HOST") : "127.0.0.1";
+    const char *port = getenv("FAKEGATE_PORT") ? getenv("FAKEGATE_PORT") : "8080";
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--host") == 0 && i + 1 < argc)
+            host = argv[++i];
+        else if (strcmp(argv[i], "--port") == 0 && i + 1 < argc)
+            port = argv[++i];
+        else {
+            fprintf(stderr, "usage: fakegate probe [--host ADDR] [--port N]\n");
+            return 2;
+        }
+    }
+    if (strcmp(host, "0.0.0.0") == 0)
+        host = "127.0.0.1";
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
+    if (getaddrinfo(host, port, &hints, &ai) != 0) {
+        fprintf(stderr, "fakegate probe: cannot resolve %s:%s\n", host, port);
+        return 1;
+    }
+    int fd = socket(ai->ai_family, SOCK_STREAM, 0);
+    struct timeval tv = {2, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    int ok = fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0;
+    freeaddrinfo(ai);
+    char buf[64] = "";
+    if (ok) {
+        static const char req[] = "GET /healthz HTTP/1.1\r\nHost: fakegate\r\nConnection: close\r\n\r\n";
+        ok = send(fd, req, sizeof req - 1, MSG_NOSIGNAL) == (ssize_t)(sizeof req - 1) &&
+             recv(fd, buf, sizeof buf - 1, MSG_WAITALL) >= 12;
+    }
+    if (fd >= 0)
+        close(fd);
+    if (ok && strncmp(buf, "HTTP/1.1 200", 12) == 0)
+        return 0;
+    fprintf(stderr, "fakegate probe: no healthy server at %s:%s\n", host, port);
+    return 1;
+}
+
+/* --- main --------------------------------------------------------------------------------- */
+
+static void *second_signal(void *arg)
+{
+    sigset_t *set = arg;
+    int sig;
+    sigwait(set, &sig);
+    fprintf(stderr, "fakegate: second signal (%s): exiting now\n", strsignal(sig));
+    _exit(1);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "probe") == 0)
+        return probe(argc, argv);
+    struct cli cli;
+    int pc = parse_cli(&cli, argc, argv);
+    if (pc != 0)
+        return pc > 0 ? 0 : 2;
+    struct config *cfg = &cli.cfg;
+    char err[ERR_LEN];
+    struct profile *profile = NULL;
+    if (cli.check_profile) {
+        if (profile_load_file(cli.check_profile, &profile, err) != 0) {
+            fprintf(stderr, "fakegate: %s\n", err);
+            return 2;
+        }
+        printf("%s: ok (profile %s)\n", cli.check_profile, profile->name);
+        profile_free(profile);
+        return 0;
+    }
+    char path[PATH_MAX + 64];
+    if (resolve_profile(cfg, argv[0], path, sizeof path, err) != 0 ||
+        profile_load_file(path, &profile, err) != 0) {
+        fprintf(stderr, "fakegate: %s\n", err);
+        return 2;
+    }
+
+    /* Signals go to sigwait below; no other thread may take them. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    uint64_t rnd[2] = {0, 0};
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+        rnd[0] = (uint64_t)now_unix_us() ^ ((uint64_t)getpid() << 32), rnd[1] = ~rnd[0];
+    uint64_t seed = cfg->has_seed ? cfg->seed : profile->has_seed ? profile->seed : rnd[0] >> 1;
+
+    struct gateway gw;
+    gateway_init(&gw, cfg, profile, seed, rnd[1]);
+    router_init(&gw);
+    struct sched sched;
+    if (sched_start(&sched, err, sizeof err) != 0) {
+        fprintf(stderr, "fakegate: %s\n", err);
+        return 1;
+    }
+    struct http_server *h = http_start(cfg, &sched, rnd[1], err, sizeof err);
+    if (!h) {
+        fprintf(stderr, "fakegate: %s\n", err);
+        sched_drain(&sched);
+        return 1;
+    }
+    unsigned port = http_port(h);
+    if (cfg->port_file && write_port_file(cfg->port_file, port) != 0) {
+        fprintf(stderr, "fakegate: --port-file %s: %s\n", cfg->port_file, strerror(errno));
+        http_stop(h, 0);
+        return 1;
+    }
+    if (!cfg->quiet)
+        fprintf(stderr, "fakegate: connection limit %u (from the open-files limit)\n",
+                http_connection_limit(h));
+    const char *shown = cfg->host;
+    printf("fakegate listening on http://%s%s%s:%u profile=%s seed=%llu\n",
+           strchr(shown, ':') ? "[" : "", shown, strchr(shown, ':') ? "]" : "", port,
+           profile->name, (unsigned long long)seed);
+    fflush(stdout);
+
+    int sig = 0;
+    for (;;) {
+        sigwait(&set, &sig);
+        if (sig != SIGHUP)
+            break;
+        if (!cfg->quiet)
+            fprintf(stderr, "fakegate: SIGHUP: profile reload is not supported yet; ignored\n");
+    }
+    pthread_t t;
+    pthread_create(&t, NULL, second_signal, &set);
+    if (!cfg->quiet)
+        fprintf(stderr, "fakegate: %s: stopping\n", strsignal(sig));
+    http_stop(h, 1500);
+    if (cfg->port_file)
+        unlink(cfg->port_file);
+    gateway_fini(&gw);
+    profile_free(profile);
+    return 0;
+}

@@ -1,0 +1,23 @@
+/* render.h -- the JSON bodies fakegate sends: the Toss Payment object (SPEC §2.3) and
+ * {code, message} errors. Rendering is a pure function of the ledger's data and the view, so a
+ * stored success re-renders byte-identically for a replay. Written with buf appends, not
+ * jansson: this is the hot path. */
+#ifndef FAKEGATE_RENDER_H
+#define FAKEGATE_RENDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "ledger.h"
+
+/* The Payment of `p` as it was after its first `view_cancels` cancels with status
+ * `view_status` (for the current state pass p->n_cancels and p->status). `mid` is the
+ * merchant id (--mid). Reads `l` for transaction keys. Caller holds the store lock. */
+void render_payment(struct buf *b, const struct ledger *l, const char *mid,
+                    const struct payment *p, uint32_t view_cancels, enum pay_status view_status);
+
+/* {"code":"...","message":"..."}; message is escaped. */
+void render_error(struct buf *b, const char *code, const char *message);
+
+#endif

@@ -1,0 +1,107 @@
+/* request.h -- one HTTP request as the handlers see it, free of libmicrohttpd types.
+ * http.c fills the transport fields, the router and handlers fill the rest and set `resp`.
+ * Ownership: every pointer here is owned by the request and freed by request_free, which only
+ * http.c's completion callback calls. Threads: the MHD thread owns the request except while
+ * it is suspended in the scheduler, when only the timer thread touches it. */
+#ifndef FAKEGATE_REQUEST_H
+#define FAKEGATE_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "profile.h"
+
+enum http_method { HM_GET = 0, HM_POST, HM_PUT, HM_DELETE, HM_PATCH, HM_HEAD, HM_OTHER };
+
+/* What the handler layer asks http.c to do next. */
+enum handler_result {
+    H_CONTINUE, /* headers accepted: read the body */
+    H_RESPOND,  /* resp is ready: send it */
+    H_HOLD      /* suspend until hold_until_ns, then call router_on_deadline */
+};
+
+/* Which handler a request was routed to. */
+enum route_kind {
+    RK_NONE = 0,
+    RK_CONFIRM,
+    RK_GET_PAYMENT,
+    RK_GET_ORDER,
+    RK_HEALTH,
+    RK_ADMIN_PAYMENTS
+};
+
+/* Where a confirm is in its life (SPEC §4 order of decisions). */
+enum req_phase {
+    PH_NEW = 0,     /* headers seen */
+    PH_BODY,        /* reading the body */
+    PH_QUEUED,      /* in queue_latency: no claim yet */
+    PH_PROCESSING,  /* claimed, in latency: commits at hold_until_ns */
+    PH_RESPOND,     /* resp ready */
+    PH_SENT
+};
+
+struct response {
+    int status;
+    char *body;            /* owned */
+    size_t body_len;
+    bool close;            /* send Connection: close and close after */
+    const char *allow;     /* static; for 405 */
+};
+
+struct request {
+    /* Transport (http.c). */
+    enum http_method method;
+    char method_str[12];
+    char *raw_uri;         /* as on the wire, before percent-decoding */
+    char *path;            /* decoded path, without the query */
+    char *query;           /* raw query string after '?', or NULL */
+    char *authorization;   /* Authorization header value, or NULL */
+    char *idem_key_raw;    /* Idempotency-Key value as received, or NULL */
+    int idem_key_count;    /* how many Idempotency-Key headers */
+    bool lang_en;          /* Accept-Language asks for English */
+    bool has_content_length;
+    uint64_t content_length;
+    bool chunked;
+    bool header_too_large; /* request line + headers above 8 KiB */
+    struct buf body;
+    bool body_too_large;
+    int64_t arrived_ns;    /* monotonic: headers complete */
+    int64_t received_ns;   /* monotonic: whole request received */
+    int64_t arrived_unix_us;
+
+    /* Routing and auth (router.c). */
+    enum route_kind kind;
+    enum route_id route;   /* profile route */
+    char *path_param;      /* paymentKey or orderId from the path */
+    char *secret_key;      /* accepted key */
+    char *idem_key;        /* validated Idempotency-Key, or NULL */
+
+    /* The plan and the claim (payments.c). */
+    enum req_phase phase;
+    int64_t hold_until_ns; /* with H_HOLD */
+    double queue_latency_ms, latency_ms;
+    char *payment_key, *order_id;
+    int64_t amount;
+    uint64_t body_hash;    /* canonical body hash, for Idempotency-Key reuse detection */
+    void *claim;           /* struct idem_record * held by this request */
+    bool holds_payment;    /* this request set payment->processing */
+
+    struct response resp;
+};
+
+/* Allocate a zeroed request. NULL on out of memory. */
+struct request *request_new(void);
+
+/* Free a request and all it owns. NULL allowed. Only http.c's completion callback calls it. */
+void request_free(struct request *r);
+
+/* Set resp to a Toss error `code` (status and message from the table, in the request's
+ * language) or, when message is non-NULL, with that message. */
+void request_error(struct request *r, const char *code, const char *message);
+
+/* Set resp to `status` with a body the response takes ownership of. */
+void request_respond(struct request *r, int status, char *body, size_t len);
+
+#endif

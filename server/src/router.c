@@ -1,0 +1,333 @@
+/* router.c -- routing and the checks shared by /v1 routes (see router.h). Order (SPEC §4):
+ * route (404/405) → auth → 413 by Content-Length → body → Idempotency-Key → the handler. */
+#define _POSIX_C_SOURCE 200809L
+#include "router.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "common.h"
+
+static struct gateway *gw;
+
+void router_init(struct gateway *g)
+{
+    gw = g;
+}
+
+char *base64_decode_strict(const char *in, size_t *out_len)
+{
+    size_t total = strlen(in), n = total;
+    while (n > 0 && in[n - 1] == '=' && total - n < 2)
+        n--;
+    /* Unpadded input may end in 2 or 3 characters; padded input must be whole quads. */
+    if (n % 4 == 1 || (total > n && total % 4 != 0))
+        return NULL;
+    char *out = malloc(n / 4 * 3 + 3);
+    if (!out)
+        return NULL;
+    uint32_t acc = 0;
+    int bits = 0;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = in[i];
+        int v;
+        if (c >= 'A' && c <= 'Z')
+            v = c - 'A';
+        else if (c >= 'a' && c <= 'z')
+            v = c - 'a' + 26;
+        else if (c >= '0' && c <= '9')
+            v = c - '0' + 52;
+        else if (c == '+')
+            v = 62;
+        else if (c == '/')
+            v = 63;
+        else {
+            free(out);
+            return NULL;
+        }
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (char)((acc >> bits) & 0xff);
+        }
+    }
+    out[o] = '\0';
+    *out_len = o;
+    return out;
+}
+
+/* Authorization: Basic base64(secretKey + ":") (SPEC §2). */
+static bool authenticate(struct request *r)
+{
+    if (!r->authorization) {
+        request_error(r, "UNAUTHORIZED_KEY", NULL);
+        return false;
+    }
+    const char *h = r->authorization;
+    if (strncmp(h, "Basic ", 6) != 0) {
+        request_error(r, "INCORRECT_BASIC_AUTH_FORMAT", NULL);
+        return false;
+    }
+    h += 6;
+    while (*h == ' ')
+        h++;
+    size_t len;
+    char *dec = base64_decode_strict(h, &len);
+    char *colon = dec ? memchr(dec, ':', len) : NULL;
+    if (!colon || memchr(dec, '\0', len)) {
+        free(dec);
+        request_error(r, "INCORRECT_BASIC_AUTH_FORMAT", NULL);
+        return false;
+    }
+    *colon = '\0';
+    const struct config *cfg = gw->cfg;
+    bool ok = false;
+    if (cfg->n_secret_keys == 0) {
+        ok = strncmp(dec, "test_sk_", 8) == 0 || strncmp(dec, "test_gsk_", 9) == 0;
+    } else {
+        for (size_t i = 0; i < cfg->n_secret_keys && !ok; i++)
+            ok = strcmp(dec, cfg->secret_keys[i]) == 0;
+    }
+    if (!ok) {
+        free(dec);
+        request_error(r, "UNAUTHORIZED_KEY", NULL);
+        return false;
+    }
+    r->secret_key = dec;
+    return true;
+}
+
+/* Idempotency-Key: visible ASCII, at most 300 bytes after trimming surrounding spaces, one
+ * header (SPEC §3, §7). Sets r->idem_key; false (with resp set) if invalid. */
+static bool check_idem_key(struct request *r)
+{
+    if (r->idem_key_count == 0 || r->method == HM_GET)
+        return true;
+    const char *s = r->idem_key_raw ? r->idem_key_raw : "";
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    bool ok = r->idem_key_count == 1 && n > 0 && n <= 300;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (unsigned char)s[i] >= 0x21 && (unsigned char)s[i] <= 0x7e;
+    if (!ok) {
+        const char *ko = n > 300 ? NULL : "멱등키는 1자 이상 300자 이하의 출력 가능한 ASCII 문자여야 합니다.";
+        const char *en = n > 300 ? NULL
+                                 : "The Idempotency-Key must be 1 to 300 visible ASCII characters "
+                                   "in a single header.";
+        request_error(r, "INVALID_IDEMPOTENCY_KEY", r->lang_en ? en : ko);
+        return false;
+    }
+    r->idem_key = strndup(s, n);
+    return r->idem_key != NULL;
+}
+
+/* The raw path may not hide a '/' or a NUL inside a key (SPEC §7 "Bytes on the wire"). */
+static bool raw_path_ok(const char *raw)
+{
+    for (const char *p = raw; *p && *p != '?'; p++)
+        if (p[0] == '%' && (p[1] == '2' && (p[2] == 'f' || p[2] == 'F')))
+            return false;
+        else if (p[0] == '%' && p[1] == '0' && p[2] == '0')
+            return false;
+    return true;
+}
+
+static enum handler_result method_not_allowed(struct request *r, const char *allow)
+{
+    request_error(r, "METHOD_NOT_ALLOWED", NULL);
+    r->resp.allow = allow;
+    return H_RESPOND;
+}
+
+static enum handler_result not_found(struct request *r)
+{
+    request_error(r, "NOT_FOUND", NULL);
+    return H_RESPOND;
+}
+
+/* Set r->kind, r->route, r->path_param; or answer 404/405. */
+static enum handler_result route(struct request *r)
+{
+    const char *p = r->path;
+    if (!raw_path_ok(r->raw_uri ? r->raw_uri : p))
+        return not_found(r);
+    if (strcmp(p, "/healthz") == 0 || strcmp(p, "/__admin/health") == 0) {
+        if (r->method != HM_GET && r->method != HM_HEAD)
+            return method_not_allowed(r, "GET");
+        r->kind = RK_HEALTH;
+        return H_CONTINUE;
+    }
+    if (strcmp(p, "/__admin/payments") == 0) {
+        if (r->method != HM_GET)
+            return method_not_allowed(r, "GET");
+        r->kind = RK_ADMIN_PAYMENTS;
+        return H_CONTINUE;
+    }
+    static const char prefix[] = "/v1/payments/";
+    if (strncmp(p, prefix, sizeof prefix - 1) != 0)
+        return not_found(r);
+    const char *rest = p + sizeof prefix - 1;
+    if (strcmp(rest, "confirm") == 0) {
+        if (r->method == HM_POST) {
+            r->kind = RK_CONFIRM;
+            r->route = ROUTE_CONFIRM;
+            return H_CONTINUE;
+        }
+        if (r->method != HM_GET)
+            return method_not_allowed(r, "GET, POST");
+        /* GET /v1/payments/confirm reads a payment whose key is "confirm". */
+    }
+    if (strncmp(rest, "orders/", 7) == 0 && rest[7] && !strchr(rest + 7, '/')) {
+        if (r->method != HM_GET)
+            return method_not_allowed(r, "GET");
+        r->kind = RK_GET_ORDER;
+        r->route = ROUTE_READ;
+        r->path_param = strdup(rest + 7);
+        return r->path_param ? H_CONTINUE : not_found(r);
+    }
+    if (*rest && !strchr(rest, '/')) {
+        if (r->method != HM_GET)
+            return method_not_allowed(r, strcmp(rest, "confirm") == 0 ? "GET, POST" : "GET");
+        r->kind = RK_GET_PAYMENT;
+        r->route = ROUTE_READ;
+        r->path_param = strdup(rest);
+        return r->path_param ? H_CONTINUE : not_found(r);
+    }
+    return not_found(r);
+}
+
+enum handler_result router_on_headers(struct request *r)
+{
+    if (r->header_too_large) {
+        request_error(r, "REQUEST_HEADER_FIELDS_TOO_LARGE", NULL);
+        r->resp.close = true;
+        return H_RESPOND;
+    }
+    if (r->chunked && r->has_content_length) {
+        request_error(r, "INVALID_REQUEST",
+                      r->lang_en ? "Transfer-Encoding and Content-Length must not both be sent."
+                                 : "Transfer-Encoding와 Content-Length를 함께 보낼 수 없습니다.");
+        r->resp.close = true;
+        return H_RESPOND;
+    }
+    enum handler_result h = route(r);
+    if (h != H_CONTINUE)
+        return h;
+    bool v1 = r->kind == RK_CONFIRM || r->kind == RK_GET_PAYMENT || r->kind == RK_GET_ORDER;
+    if (v1 && !authenticate(r))
+        return H_RESPOND;
+    if (r->has_content_length && r->content_length > gw->cfg->max_body) {
+        char ko[160], en[160];
+        snprintf(ko, sizeof ko, "요청 본문이 너무 큽니다. (최대 %zu 바이트)", gw->cfg->max_body);
+        snprintf(en, sizeof en, "The request body is larger than %zu bytes.", gw->cfg->max_body);
+        request_error(r, "INVALID_REQUEST", r->lang_en ? en : ko);
+        r->resp.status = 413;
+        r->resp.close = true;
+        return H_RESPOND;
+    }
+    return H_CONTINUE;
+}
+
+static enum handler_result health(struct request *r)
+{
+    struct buf b;
+    buf_init(&b);
+    char started[32];
+    fmt_kst(gw->started_unix_us, started);
+    buf_addf(&b, "{\"status\":\"ok\",\"pid\":%ld,\"instance\":\"%016llx\",\"started_at\":\"%s\"}",
+             (long)getpid(), (unsigned long long)gw->instance_id, started);
+    size_t len;
+    char *body = buf_steal(&b, &len);
+    if (!body) {
+        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
+        return H_RESPOND;
+    }
+    request_respond(r, 200, body, len);
+    return H_RESPOND;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* The percent-decoded value of `name` in a raw query string, or NULL. Caller frees. */
+static char *query_get(const char *query, const char *name)
+{
+    size_t nl = strlen(name);
+    for (const char *q = query; q && *q;) {
+        const char *end = strchr(q, '&');
+        size_t len = end ? (size_t)(end - q) : strlen(q);
+        if (len > nl && strncmp(q, name, nl) == 0 && q[nl] == '=') {
+            char *out = malloc(len - nl);
+            if (!out)
+                return NULL;
+            size_t o = 0;
+            for (size_t i = nl + 1; i < len; i++) {
+                if (q[i] == '%' && i + 2 < len + 1 && hexval(q[i + 1]) >= 0 &&
+                    hexval(q[i + 2]) >= 0) {
+                    out[o++] = (char)(hexval(q[i + 1]) * 16 + hexval(q[i + 2]));
+                    i += 2;
+                } else {
+                    out[o++] = q[i] == '+' ? ' ' : q[i];
+                }
+            }
+            out[o] = '\0';
+            return out;
+        }
+        q = end ? end + 1 : NULL;
+    }
+    return NULL;
+}
+
+enum handler_result router_on_body(struct request *r)
+{
+    if (r->body_too_large) {
+        char ko[160], en[160];
+        snprintf(ko, sizeof ko, "요청 본문이 너무 큽니다. (최대 %zu 바이트)", gw->cfg->max_body);
+        snprintf(en, sizeof en, "The request body is larger than %zu bytes.", gw->cfg->max_body);
+        request_error(r, "INVALID_REQUEST", r->lang_en ? en : ko);
+        r->resp.status = 413;
+        r->resp.close = true;
+        return H_RESPOND;
+    }
+    switch (r->kind) {
+    case RK_HEALTH:
+        return health(r);
+    case RK_ADMIN_PAYMENTS: {
+        char *oid = r->query ? query_get(r->query, "orderId") : NULL;
+        enum handler_result h = payments_admin_list(gw, r, oid);
+        free(oid);
+        return h;
+    }
+    case RK_CONFIRM:
+        if (!check_idem_key(r))
+            return H_RESPOND;
+        return payments_confirm(gw, r);
+    case RK_GET_PAYMENT:
+    case RK_GET_ORDER:
+        return payments_read(gw, r);
+    case RK_NONE:
+        break;
+    }
+    return not_found(r);
+}
+
+enum handler_result router_on_deadline(struct request *r, bool draining)
+{
+    return payments_on_deadline(gw, r, draining);
+}

@@ -1,0 +1,43 @@
+/* strmap.h -- a hash map from byte-string keys to pointers (open addressing, linear probing,
+ * backward-shift deletion: no tombstones, so lookups stay short after many deletions).
+ * The map does not own keys or values: a key's bytes must stay valid while it is in the map
+ * (typically the key lives inside the value). Not thread-safe: the owner's lock guards it. */
+#ifndef FAKEGATE_STRMAP_H
+#define FAKEGATE_STRMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct strmap_slot {
+    uint64_t hash;       /* 0 = empty (real hashes are forced nonzero) */
+    const char *key;
+    size_t key_len;
+    void *val;
+};
+
+struct strmap {
+    struct strmap_slot *slots;
+    size_t cap;          /* power of two, or 0 */
+    size_t len;
+};
+
+/* Initialise an empty map (no allocation until the first insert). */
+void strmap_init(struct strmap *m);
+
+/* Free the slot array (not keys or values). */
+void strmap_fini(struct strmap *m);
+
+/* Value stored under key, or NULL. */
+void *strmap_get(const struct strmap *m, const char *key, size_t key_len);
+
+/* Insert or replace. Returns the previous value (NULL if none), or `val` itself if memory ran
+ * out (the map is then unchanged). */
+void *strmap_put(struct strmap *m, const char *key, size_t key_len, void *val);
+
+/* Remove key; returns its value, or NULL if absent. */
+void *strmap_del(struct strmap *m, const char *key, size_t key_len);
+
+/* Remove every entry (keeps the allocation). */
+void strmap_clear(struct strmap *m);
+
+#endif
