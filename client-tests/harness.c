@@ -105,12 +105,47 @@ static int write_whole_file(const char *path, const char *text)
     return rc;
 }
 
-static int make_temp_dir(char *out, size_t size)
+static void remove_temp_dir(const char *dir);
+
+static const char *temp_base(void)
 {
     const char *base = getenv("TMPDIR");
-    if (base == NULL || base[0] == '\0')
-        base = "/tmp";
-    int n = snprintf(out, size, "%s/fakegate-test-XXXXXX", base);
+    return (base == NULL || base[0] == '\0') ? "/tmp" : base;
+}
+
+/* A Check test that fails leaves through _exit: its servers die (PR_SET_PDEATHSIG) but its temp
+ * dirs stay. Dirs are named after the owning pid, so the next process removes those of owners
+ * that no longer exist. */
+static void sweep_orphan_dirs(void)
+{
+    const char *base = temp_base();
+    DIR *d = opendir(base);
+    if (d == NULL)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        static const char prefix[] = "fakegate-test-";
+        if (strncmp(e->d_name, prefix, sizeof prefix - 1) != 0)
+            continue;
+        char *end;
+        long owner = strtol(e->d_name + sizeof prefix - 1, &end, 10);
+        if (owner <= 0 || *end != '-' || owner == (long)getpid())
+            continue;
+        if (kill((pid_t)owner, 0) == -1 && errno == ESRCH) {
+            char path[FG_PATH_LEN];
+            snprintf(path, sizeof path, "%s/%s", base, e->d_name);
+            remove_temp_dir(path);
+        }
+    }
+    closedir(d);
+}
+
+static pthread_once_t sweep_once = PTHREAD_ONCE_INIT;
+
+static int make_temp_dir(char *out, size_t size)
+{
+    pthread_once(&sweep_once, sweep_orphan_dirs);
+    int n = snprintf(out, size, "%s/fakegate-test-%ld-XXXXXX", temp_base(), (long)getpid());
     if (n < 0 || (size_t)n >= size)
         return -1;
     return mkdtemp(out) != NULL ? 0 : -1;

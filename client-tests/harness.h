@@ -1,7 +1,8 @@
 /* harness.h -- black-box test harness: start the built fakegate on port 0, talk HTTP to it.
  * Every server is a child of the calling process, found through its port file, and dies with
- * the thread that started it (PR_SET_PDEATHSIG) or at exit (atexit), so a failing Check test
- * never leaves a server behind. Only 127.0.0.1 is ever contacted. No fixed ports, no pkill. */
+ * the thread that started it (PR_SET_PDEATHSIG: a failing Check test leaves through _exit) or at
+ * exit (atexit), so no test leaves a server behind; temp dirs of dead owners are swept by the
+ * next test process. Only 127.0.0.1 is ever contacted. No fixed ports, no pkill. */
 #ifndef FAKEGATE_HARNESS_H
 #define FAKEGATE_HARNESS_H
 

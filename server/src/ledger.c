@@ -51,9 +51,13 @@ void ledger_fini(struct ledger *l)
 
 void ledger_reset(struct ledger *l)
 {
-    uint64_t salt = l->salt;
+    /* Ids and sequence numbers carry on, so keys derived after a reset never repeat one a
+     * client saw before it. */
+    uint64_t salt = l->salt, next_id = l->next_id, next_seq = l->next_seq;
     ledger_fini(l);
     ledger_init(l, salt);
+    l->next_id = next_id;
+    l->next_seq = next_seq;
 }
 
 struct payment *ledger_get(const struct ledger *l, const char *payment_key)

@@ -69,7 +69,8 @@ struct ledger {
 void ledger_init(struct ledger *l, uint64_t salt);
 /* Free every payment and index. */
 void ledger_fini(struct ledger *l);
-/* Empty the ledger (POST /__admin/reset); keeps the salt. */
+/* Empty the ledger (POST /__admin/reset); keeps the salt and continues the id and commit
+ * sequences, so derived keys (transaction keys, secret) never repeat across a reset. */
 void ledger_reset(struct ledger *l);
 
 /* Payment by paymentKey / by orderId (NUL-terminated), or NULL. Borrowed: valid until reset. */

@@ -95,6 +95,8 @@ struct cli {
     struct config cfg;
     const char *secret_keys[MAX_SECRET_KEYS];
     bool keys_from_flags;
+    char *copies[MAX_SECRET_KEYS]; /* the strings secret_keys point into: freed at exit */
+    size_t n_copies;
     const char *check_profile;
 };
 
@@ -140,12 +142,18 @@ static int apply(struct cli *c, int id, const char *val, const char *src)
         char *copy = strdup(val), *save = NULL;
         if (!copy)
             return -1;
+        if (c->n_copies == MAX_SECRET_KEYS) {
+            free(copy);
+            fprintf(stderr, "fakegate: --secret-key: at most %d keys\n", MAX_SECRET_KEYS);
+            return -1;
+        }
+        c->copies[c->n_copies++] = copy;
         for (char *k = strtok_r(copy, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
             if (cfg->n_secret_keys == MAX_SECRET_KEYS) {
                 fprintf(stderr, "fakegate: --secret-key: at most %d keys\n", MAX_SECRET_KEYS);
                 return -1;
             }
-            c->secret_keys[cfg->n_secret_keys++] = k; /* copy lives until exit */
+            c->secret_keys[cfg->n_secret_keys++] = k; /* points into c->copies */
         }
         return 0;
     }
@@ -388,15 +396,32 @@ static void *second_signal(void *arg)
     _exit(1);
 }
 
+static int run(struct cli *cli, int argc, char **argv);
+
+static void cli_free(struct cli *c)
+{
+    for (size_t i = 0; i < c->n_copies; i++)
+        free(c->copies[i]);
+    c->n_copies = 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "probe") == 0)
         return probe(argc, argv);
     struct cli cli;
     int pc = parse_cli(&cli, argc, argv);
-    if (pc != 0)
-        return pc > 0 ? 0 : 2;
+    int rc = pc != 0 ? (pc > 0 ? 0 : 2) : run(&cli, argc, argv);
+    cli_free(&cli);
+    return rc;
+}
+
+static int run(struct cli *clip, int argc, char **argv)
+{
+    (void)argc;
+    struct cli cli = *clip;
     struct config *cfg = &cli.cfg;
+    cfg->secret_keys = cli.secret_keys;
     char err[ERR_LEN];
     struct profile *profile = NULL;
     if (cli.check_profile) {

@@ -1,0 +1,238 @@
+/* check_stress.c -- concurrency stress of confirm idempotency (SPEC §3 "Invariant, tested under
+ * concurrency"): 64 keep-alive clients × 500 confirms over 200 payments, with same-key resends,
+ * other-key resends and keyless resends racing a 5-20 ms processing latency. Whatever the
+ * interleaving, each paymentKey is approved once, and every 200 is that one approval. */
+#define _GNU_SOURCE
+
+#include <check.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define N_THREADS 64
+#define CONFIRMS_PER_THREAD 500
+#define N_PAYMENTS 200
+#define KEYS_PER_PAYMENT 3
+#define SEED UINT64_C(0x5eed0f00dfa4e6a7)
+
+struct payment_seen {
+    pthread_mutex_t lock;
+    char *first_200;          /* body of the first 200 a client received (malloc'd) */
+    size_t first_200_len;
+    char last_transaction_key[128];
+    unsigned n_200;
+};
+
+static struct payment_seen seen[N_PAYMENTS];
+
+static atomic_uint n_200, n_processed, n_processing, n_409, n_problems;
+static pthread_mutex_t problem_lock = PTHREAD_MUTEX_INITIALIZER;
+static char first_problem[1024];
+
+static void problem(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void problem(const char *fmt, ...)
+{
+    atomic_fetch_add(&n_problems, 1);
+    pthread_mutex_lock(&problem_lock);
+    if (first_problem[0] == '\0') {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(first_problem, sizeof first_problem, fmt, ap);
+        va_end(ap);
+    }
+    pthread_mutex_unlock(&problem_lock);
+}
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+static void payment_names(size_t k, char pk[16], char oid[16])
+{
+    snprintf(pk, 16, "pk_%03zu", k);
+    snprintf(oid, 16, "order_%03zu", k);
+}
+
+static long long payment_amount(size_t k)
+{
+    return 1000 + (long long)k * 100;
+}
+
+static void record_200(size_t k, const char *pk, const fg_response *r)
+{
+    const char *got_pk = fg_json_str(r->json, "paymentKey");
+    const char *status = fg_json_str(r->json, "status");
+    const char *ltk = fg_json_str(r->json, "lastTransactionKey");
+    if (got_pk == NULL || strcmp(got_pk, pk) != 0 || status == NULL ||
+        strcmp(status, "DONE") != 0 || ltk == NULL || ltk[0] == '\0') {
+        problem("%s: 200 that is not its DONE payment: %.300s", pk, r->body);
+        return;
+    }
+    struct payment_seen *p = &seen[k];
+    pthread_mutex_lock(&p->lock);
+    p->n_200++;
+    if (p->first_200 == NULL) {
+        p->first_200 = malloc(r->body_len + 1);
+        if (p->first_200 == NULL)
+            abort();
+        memcpy(p->first_200, r->body, r->body_len + 1);
+        p->first_200_len = r->body_len;
+        snprintf(p->last_transaction_key, sizeof p->last_transaction_key, "%s", ltk);
+    } else if (strcmp(p->last_transaction_key, ltk) != 0) {
+        problem("%s: second approval: lastTransactionKey %s after %s", pk, ltk,
+                p->last_transaction_key);
+    } else if (p->first_200_len != r->body_len || memcmp(p->first_200, r->body, r->body_len) != 0) {
+        problem("%s: a 200 that is not byte-identical to the first: %.300s", pk, r->body);
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
+struct worker {
+    const fg_server *s;
+    unsigned index;
+    pthread_t thread;
+};
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    uint64_t rng = SEED ^ ((uint64_t)w->index * UINT64_C(0x2545f4914f6cdd1d));
+    CURL *h = curl_easy_init();
+    if (h == NULL) {
+        problem("curl_easy_init failed");
+        return NULL;
+    }
+    for (unsigned i = 0; i < CONFIRMS_PER_THREAD; i++) {
+        uint64_t r = splitmix64(&rng);
+        size_t k = (size_t)(r % N_PAYMENTS);
+        unsigned pick = (unsigned)((r >> 32) % (KEYS_PER_PAYMENT + 1)); /* 0: no key */
+        char pk[16], oid[16], key[32];
+        payment_names(k, pk, oid);
+        snprintf(key, sizeof key, "%s-k%u", pk, pick);
+        fg_response resp;
+        fg_confirm_on(w->s, h, pk, oid, payment_amount(k), pick == 0 ? NULL : key, &resp);
+        const char *code = fg_error_code(&resp);
+        if (resp.curl_code != CURLE_OK) {
+            problem("%s: transport error: %s", pk, resp.curl_error);
+        } else if (resp.status == 200) {
+            atomic_fetch_add(&n_200, 1);
+            record_200(k, pk, &resp);
+        } else if (resp.status == 400 && code != NULL &&
+                   strcmp(code, "ALREADY_PROCESSED_PAYMENT") == 0) {
+            atomic_fetch_add(&n_processed, 1);
+        } else if (resp.status == 400 && code != NULL &&
+                   strcmp(code, "ALREADY_PROCESSING_REQUEST") == 0) {
+            atomic_fetch_add(&n_processing, 1);
+        } else if (resp.status == 409 && code != NULL &&
+                   strcmp(code, "IDEMPOTENT_REQUEST_PROCESSING") == 0) {
+            atomic_fetch_add(&n_409, 1);
+        } else {
+            problem("%s key %s: unexpected %ld %.300s", pk, pick == 0 ? "(none)" : key,
+                    resp.status, resp.body);
+        }
+        fg_response_fini(&resp);
+    }
+    curl_easy_cleanup(h);
+    return NULL;
+}
+
+START_TEST(test_concurrent_confirms_charge_each_payment_once)
+{
+    fg_opts o = {.profile_json = "{\"name\":\"stress\",\"routes\":{\"confirm\":{\"latency\":"
+                                 "{\"dist\":\"uniform\",\"min_ms\":5,\"max_ms\":20}},"
+                                 "\"default\":{\"latency\":{\"dist\":\"fixed\",\"ms\":0}}}}"};
+    char err[FG_ERR_LEN];
+    fg_server *s = fg_start(&o, err);
+    ck_assert_msg(s != NULL, "fg_start: %s", err);
+    for (size_t k = 0; k < N_PAYMENTS; k++)
+        pthread_mutex_init(&seen[k].lock, NULL);
+
+    static struct worker workers[N_THREADS];
+    for (unsigned t = 0; t < N_THREADS; t++) {
+        workers[t].s = s;
+        workers[t].index = t;
+        ck_assert_int_eq(pthread_create(&workers[t].thread, NULL, worker_main, &workers[t]), 0);
+    }
+    for (unsigned t = 0; t < N_THREADS; t++)
+        ck_assert_int_eq(pthread_join(workers[t].thread, NULL), 0);
+
+    unsigned problems = atomic_load(&n_problems);
+    ck_assert_msg(problems == 0, "%u bad responses; first: %s", problems, first_problem);
+    unsigned total = atomic_load(&n_200) + atomic_load(&n_processed) +
+                     atomic_load(&n_processing) + atomic_load(&n_409);
+    ck_assert_uint_eq(total, N_THREADS * CONFIRMS_PER_THREAD);
+    /* Resends after the approval certainly happened: replays and keyless rejections. */
+    ck_assert_uint_gt(atomic_load(&n_200), N_PAYMENTS);
+    ck_assert_uint_gt(atomic_load(&n_processed), 0);
+    /* ... and so did resends racing an approval in its latency (a few hundred per run here). */
+    ck_assert_uint_gt(atomic_load(&n_processing) + atomic_load(&n_409), 0);
+
+    json_t *payments = fg_admin_payments(s, NULL);
+    ck_assert_msg(payments != NULL, "GET /__admin/payments failed");
+    ck_assert_uint_eq(json_array_size(payments), N_PAYMENTS);
+    size_t i;
+    json_t *e;
+    json_array_foreach(payments, i, e) {
+        const json_t *p = json_object_get(e, "payment");
+        const char *pk = fg_json_str(p, "paymentKey");
+        const char *status = fg_json_str(p, "status");
+        const json_t *charges = json_object_get(e, "charges");
+        ck_assert_msg(pk != NULL && status != NULL && json_is_integer(charges),
+                      "bad ledger entry #%zu", i);
+        unsigned long k;
+        ck_assert_msg(sscanf(pk, "pk_%3lu", &k) == 1 && k < N_PAYMENTS, "unknown paymentKey %s", pk);
+        json_int_t c = json_integer_value(charges);
+        ck_assert_msg(c <= 1, "%s charged %lld times", pk, (long long)c);
+        /* Every payment was confirmed by someone, and its first confirm always succeeds. */
+        ck_assert_msg(strcmp(status, "DONE") == 0, "%s is %s", pk, status);
+        ck_assert_msg(c == 1, "%s is DONE with %lld charges", pk, (long long)c);
+        ck_assert_msg(seen[k].n_200 >= 1, "%s: no client got a 200", pk);
+        const char *ltk = fg_json_str(p, "lastTransactionKey");
+        ck_assert_msg(ltk != NULL && strcmp(ltk, seen[k].last_transaction_key) == 0,
+                      "%s: ledger lastTransactionKey %s, clients got %s", pk, ltk != NULL ? ltk : "-",
+                      seen[k].last_transaction_key);
+        ck_assert_int_eq(json_integer_value(json_object_get(p, "totalAmount")),
+                         payment_amount(k));
+    }
+    json_decref(payments);
+
+    fg_response h;
+    fg_get(s, "/healthz", &h);
+    ck_assert_msg(h.status == 200, "healthz after the storm: %ld %s", h.status, h.curl_error);
+    fg_response_fini(&h);
+
+    int st = fg_stop(s);
+    if (st != 0) {
+        char *log = fg_server_stderr(s);
+        ck_assert_msg(st == 0, "fakegate exited with %d after SIGTERM; stderr: %.3000s", st, log);
+        free(log);
+    }
+    fg_free(s);
+    for (size_t k = 0; k < N_PAYMENTS; k++)
+        free(seen[k].first_200);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("blackbox_stress");
+    TCase *tc = tcase_create("idempotency_under_load");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_concurrent_confirms_charge_each_payment_once);
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,362 @@
+/* check_ledger.c -- unit tests for ledger.c: payment creation and indexes, approval and its
+ * transaction row, Idempotency-Key notes, derived transaction keys and reset. Pure: every time
+ * is a parameter. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ledger.h"
+
+#define SALT UINT64_C(0x1234567890abcdef)
+
+START_TEST(test_ledger_create_sets_in_progress_amount_and_balance)
+{
+    struct ledger l;
+    ledger_init(&l, SALT);
+    struct payment *p = ledger_create(&l, "pk_1", "order-1", 15000, 1700000000000000);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_str_eq(p->payment_key, "pk_1");
+    ck_assert_str_eq(p->order_id, "order-1");
+    ck_assert_int_eq(p->status, PAY_IN_PROGRESS);
+    ck_assert_int_eq(p->amount, 15000);
+    ck_assert_int_eq(p->balance, 15000);
+    ck_assert_uint_eq(p->charges, 0);
+    ck_assert_int_eq(p->requested_at_us, 1700000000000000);
+    ck_assert_int_eq(p->approved_at_us, 0);
+    ck_assert_uint_eq(p->n_cancels, 0);
+    ck_assert_uint_eq(p->n_idem_keys, 0);
+    ck_assert(!p->processing);
+    ck_assert_ptr_eq(ledger_get(&l, "pk_1"), p);
+    ck_assert_ptr_eq(ledger_get_by_order(&l, "order-1"), p);
+    ck_assert_uint_eq(l.n_all, 1);
+    ck_assert_ptr_eq(l.all[0], p);
+    ck_assert_uint_eq(l.n_txs, 0);
+    ledger_fini(&l);
+}
+END_TEST
+
+START_TEST(test_ledger_create_copies_strings)
+{
+    struct ledger l;
+    ledger_init(&l, SALT);
+    char key[] = "pk_copy", order[] = "order-copy";
+    struct payment *p = ledger_create(&l, key, order, 100, 1);
+    ck_assert_ptr_ne(p->payment_key, key);
+    ck_assert_ptr_ne(p->order_id, order);
+    key[0] = 'X';
+    order[0] = 'X';
+    ck_assert_ptr_eq(ledger_get(&l, "pk_copy"), p);
+    ck_assert_ptr_eq(ledger_get_by_order(&l, "order-copy"), p);
+    ledger_fini(&l);
+}
+END_TEST
+
+START_TEST(test_ledger_create_ids_increase)
+{
+    struct ledger l;
+    ledger_init(&l, SALT);
+    uint64_t prev = 0;
+    char key[32], order[32];
+    for (int i = 0; i < 200; i++) {
+        snprintf(key, sizeof key, "pk_%d", i);
+        snprintf(order, sizeof order, "order-%d", i);
+        struct payment *p = ledger_create(&l, key, order, 1000 + i, 1);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_uint_gt(p->id, prev);
+        prev = p->id;
+        ck_assert_ptr_eq(l.all[i], p); /* creation order */
+    }
+    ck_assert_uint_eq(l.n_all, 200);
+    for (int i = 0; i < 200; i++) {
+        snprintf(key, sizeof key, "pk_%d", i);
+        struct payment *p = ledger_get(&l, key);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_int_eq(p->amount, 1000 + i);
+    }
+    ledger_fini(&l);
+}
+END_TEST
+
+START_TEST(test_ledger_create_duplicate_payment_key_is_null)
+{
+    struct ledger l;
+    ledger_init(&l, SALT);
+    struct payment *p = ledger_create(&l, "pk_dup", "order-a", 1000, 1);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_ptr_null(ledger_create(&l, "pk_dup", "order-b", 2000, 2));
+    ck_assert_uint_eq(l.n_all, 1);
+    ck_assert_ptr_eq(ledger_get(&l, "pk_dup"), p);
+    ck_assert_int_eq(p->amount, 1000);
+    ck_assert_ptr_null(ledger_get_by_order(&l, "order-b"));
+    ledger_fini(&l);
+}
+END_TEST
+
+START_TEST(test_ledger_same_order_id_creates_payment_but_order_index_keeps_first)
+{
+    struct ledger l;
+    ledger_init(&l, SALT);
+    struct payment *a = ledger_create(&l, "pk_a", "order-same", 1000, 1);
+    struct payment *b = ledger_create(&l, "pk_b", "order-same", 2000, 2);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_ptr_ne(a, b);
+    ck_assert_str_eq(b->order_id, "order-same");
+    ck_assert_ptr_eq(ledger_get(&l, "pk_b"), b);
+    ck_assert_ptr_eq(ledger_get_by_order(&l, "order-same"), a);
+    ck_assert_uint_eq(l.n_all, 2);
+    ledger_fini(&l);
+}
+END_TEST
+
+START_TEST(test_ledger_get_unknown_is_null)
+{
+    struct ledger l;
+    ledger_init(&l, SALT);
+    ck_assert_ptr_null(ledger_get(&l, "nope"));
+    ck_assert_ptr_null(ledger_get_by_order(&l, "nope"));
+    ledger_create(&l, "pk_1", "order-1", 1000, 1);
+    ck_assert_ptr_null(ledger_get(&l, "pk_"));
+    ck_assert_ptr_null(ledger_get(&l, "order-1")); /* the two indexes are separate */
+    ck_assert_ptr_null(ledger_get_by_order(&l, "pk_1"));
+    ledger_fini(&l);
+}
+END_TEST
+
+START_TEST(test_ledger_approve_sets_done_charges_once_and_adds_tx_row)
+{
+    struct ledger l;
+    ledger_init(&l, SALT);
+    struct payment *p = ledger_create(&l, "pk_1", "order-1", 5000, 100);
+    ck_assert_int_eq(ledger_approve(&l, p, 1707794277000000), 0);
+    ck_assert_int_eq(p->status, PAY_DONE);
+    ck_assert_uint_eq(p->charges, 1);
+    ck_assert_int_eq(p->approved_at_us, 1707794277000000);
+    ck_assert_int_eq(p->requested_at_us, 100);
+    ck_assert_int_eq(p->balance, 5000);
+    ck_assert_uint_eq(l.n_txs, 1);
+    ck_assert_ptr_eq(l.txs[0].payment, p);
+    ck_assert_int_eq(l.txs[0].cancel_index, -1);
+    ledger_fini(&l);
+}
+END_TEST
+
+START_TEST(test_ledger_approve_tx_rows_in_commit_order_with_increasing_seq)
+{
+    struct ledger l;
+    ledger_init(&l, SALT);
+    struct payment *ps[100];
+    char key[32], order[32];
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof key, "pk_%d", i);
+        snprintf(order, sizeof order, "order-%d", i);
+        ps[i] = ledger_create(&l, key, order, 1000, 1);
+    }
+    /* Approve in reverse creation order: rows follow commit order, not creation. */
+    for (int i = 99; i >= 0; i--)
+        ck_assert_int_eq(ledger_approve(&l, ps[i], 2), 0);
+    ck_assert_uint_eq(l.n_txs, 100);
+    for (size_t i = 0; i < 100; i++) {
+        ck_assert_ptr_eq(l.txs[i].payment, ps[99 - i]);
+        ck_assert_int_eq(l.txs[i].cancel_index, -1);
+        if (i > 0)
+            ck_assert_uint_gt(l.txs[i].seq, l.txs[i - 1].seq);
+        ck_assert_uint_eq(ps[i]->charges, 1);
+    }
+    ledger_fini(&l);
+}
+END_TEST
+
+START_TEST(test_ledger_note_idem_key_dedups)
+{
+    struct ledger l;
+    ledger_init(&l, SALT);
+    struct payment *p = ledger_create(&l, "pk_1", "order-1", 1000, 1);
+    ck_assert_int_eq(ledger_note_idem_key(p, "key-a"), 0);
+    ck_assert_int_eq(ledger_note_idem_key(p, "key-b"), 0);
+    ck_assert_int_eq(ledger_note_idem_key(p, "key-a"), 0);
+    ck_assert_int_eq(ledger_note_idem_key(p, "key-b"), 0);
+    ck_assert_int_eq(ledger_note_idem_key(p, "key-c"), 0);
+    ck_assert_uint_eq(p->n_idem_keys, 3);
+    ck_assert_str_eq(p->idem_keys[0], "key-a");
+    ck_assert_str_eq(p->idem_keys[1], "key-b");
+    ck_assert_str_eq(p->idem_keys[2], "key-c");
+    char mine[] = "key-d";
+    ck_assert_int_eq(ledger_note_idem_key(p, mine), 0);
+    ck_assert_ptr_ne(p->idem_keys[3], mine); /* copied */
+    ledger_fini(&l);
+}
+END_TEST
+
+static bool is_upper_hex32(const char *k)
+{
+    if (strlen(k) != 32)
+        return false;
+    for (int i = 0; i < 32; i++)
+        if (!((k[i] >= '0' && k[i] <= '9') || (k[i] >= 'A' && k[i] <= 'F')))
+            return false;
+    return true;
+}
+
+START_TEST(test_ledger_tx_key_is_32_upper_case_hex)
+{
+    struct ledger l;
+    ledger_init(&l, SALT);
+    char key[32], order[32], tx[33];
+    for (int i = 0; i < 50; i++) {
+        snprintf(key, sizeof key, "pk_%d", i);
+        snprintf(order, sizeof order, "order-%d", i);
+        struct payment *p = ledger_create(&l, key, order, 1000, 1);
+        for (int32_t idx = -1; idx < 5; idx++) {
+            memset(tx, 'z', sizeof tx);
+            ledger_tx_key(&l, p, idx, tx);
+            ck_assert_msg(is_upper_hex32(tx), "tx key %.33s", tx);
+        }
+    }
+    ledger_fini(&l);
+}
+END_TEST
+
+START_TEST(test_ledger_tx_key_is_stable_for_same_payment_and_index)
+{
+    struct ledger l;
+    ledger_init(&l, SALT);
+    struct payment *p = ledger_create(&l, "pk_1", "order-1", 1000, 1);
+    char a[33], b[33];
+    ledger_tx_key(&l, p, -1, a);
+    ledger_approve(&l, p, 5); /* state changes do not change the key */
+    ledger_tx_key(&l, p, -1, b);
+    ck_assert_str_eq(a, b);
+    ledger_tx_key(&l, p, 3, a);
+    ledger_tx_key(&l, p, 3, b);
+    ck_assert_str_eq(a, b);
+    ledger_fini(&l);
+}
+END_TEST
+
+START_TEST(test_ledger_tx_key_differs_by_index_and_payment)
+{
+    struct ledger l;
+    ledger_init(&l, SALT);
+    enum { NP = 40, NI = 10 };
+    static char keys[NP * NI][33];
+    char key[32], order[32];
+    for (int i = 0; i < NP; i++) {
+        snprintf(key, sizeof key, "pk_%d", i);
+        snprintf(order, sizeof order, "order-%d", i);
+        struct payment *p = ledger_create(&l, key, order, 1000, 1);
+        for (int j = 0; j < NI; j++)
+            ledger_tx_key(&l, p, (int32_t)j - 1, keys[i * NI + j]);
+    }
+    for (int a = 0; a < NP * NI; a++)
+        for (int b = a + 1; b < NP * NI; b++)
+            ck_assert_msg(strcmp(keys[a], keys[b]) != 0, "keys %d and %d collide: %s", a, b,
+                          keys[a]);
+    ledger_fini(&l);
+}
+END_TEST
+
+START_TEST(test_ledger_tx_key_differs_by_salt)
+{
+    struct ledger l1, l2;
+    ledger_init(&l1, SALT);
+    ledger_init(&l2, SALT + 1);
+    struct payment *p1 = ledger_create(&l1, "pk_1", "order-1", 1000, 1);
+    struct payment *p2 = ledger_create(&l2, "pk_1", "order-1", 1000, 1);
+    ck_assert_uint_eq(p1->id, p2->id);
+    char a[33], b[33];
+    for (int32_t idx = -1; idx < 4; idx++) {
+        ledger_tx_key(&l1, p1, idx, a);
+        ledger_tx_key(&l2, p2, idx, b);
+        ck_assert_str_ne(a, b);
+    }
+    ledger_fini(&l1);
+    ledger_fini(&l2);
+}
+END_TEST
+
+START_TEST(test_ledger_reset_empties_but_keeps_salt)
+{
+    struct ledger l;
+    ledger_init(&l, SALT);
+    struct payment *p = ledger_create(&l, "pk_1", "order-1", 1000, 1);
+    ledger_note_idem_key(p, "k");
+    ledger_approve(&l, p, 2);
+    char before[33];
+    ledger_tx_key(&l, p, -1, before);
+    uint64_t id_before = p->id;
+    ledger_create(&l, "pk_2", "order-2", 2000, 1);
+    ledger_reset(&l);
+    ck_assert_uint_eq(l.salt, SALT);
+    ck_assert_uint_eq(l.n_all, 0);
+    ck_assert_uint_eq(l.n_txs, 0);
+    ck_assert_ptr_null(ledger_get(&l, "pk_1"));
+    ck_assert_ptr_null(ledger_get(&l, "pk_2"));
+    ck_assert_ptr_null(ledger_get_by_order(&l, "order-1"));
+    /* Usable again, and a paymentKey seen before the reset may be reused. */
+    struct payment *q = ledger_create(&l, "pk_1", "order-1", 3000, 3);
+    ck_assert_ptr_nonnull(q);
+    ck_assert_int_eq(q->status, PAY_IN_PROGRESS);
+    ck_assert_int_eq(q->amount, 3000);
+    ck_assert_ptr_eq(ledger_get_by_order(&l, "order-1"), q);
+    /* Ids carry on across the reset: the same paymentKey gets a new approval key. */
+    ck_assert_uint_gt(q->id, id_before);
+    char after[33];
+    ledger_tx_key(&l, q, -1, after);
+    ck_assert_str_ne(before, after);
+    ledger_fini(&l);
+}
+END_TEST
+
+START_TEST(test_pay_status_name_spells_every_status)
+{
+    ck_assert_str_eq(pay_status_name(PAY_IN_PROGRESS), "IN_PROGRESS");
+    ck_assert_str_eq(pay_status_name(PAY_DONE), "DONE");
+    ck_assert_str_eq(pay_status_name(PAY_CANCELED), "CANCELED");
+    ck_assert_str_eq(pay_status_name(PAY_PARTIAL_CANCELED), "PARTIAL_CANCELED");
+    ck_assert_str_eq(pay_status_name(PAY_ABORTED), "ABORTED");
+    ck_assert_str_eq(pay_status_name(PAY_EXPIRED), "EXPIRED");
+}
+END_TEST
+
+static Suite *ledger_suite(void)
+{
+    Suite *s = suite_create("ledger");
+    TCase *create = tcase_create("create");
+    tcase_add_test(create, test_ledger_create_sets_in_progress_amount_and_balance);
+    tcase_add_test(create, test_ledger_create_copies_strings);
+    tcase_add_test(create, test_ledger_create_ids_increase);
+    tcase_add_test(create, test_ledger_create_duplicate_payment_key_is_null);
+    tcase_add_test(create, test_ledger_same_order_id_creates_payment_but_order_index_keeps_first);
+    tcase_add_test(create, test_ledger_get_unknown_is_null);
+    suite_add_tcase(s, create);
+
+    TCase *approve = tcase_create("approve");
+    tcase_add_test(approve, test_ledger_approve_sets_done_charges_once_and_adds_tx_row);
+    tcase_add_test(approve, test_ledger_approve_tx_rows_in_commit_order_with_increasing_seq);
+    tcase_add_test(approve, test_ledger_note_idem_key_dedups);
+    suite_add_tcase(s, approve);
+
+    TCase *keys = tcase_create("tx_keys");
+    tcase_add_test(keys, test_ledger_tx_key_is_32_upper_case_hex);
+    tcase_add_test(keys, test_ledger_tx_key_is_stable_for_same_payment_and_index);
+    tcase_add_test(keys, test_ledger_tx_key_differs_by_index_and_payment);
+    tcase_add_test(keys, test_ledger_tx_key_differs_by_salt);
+    suite_add_tcase(s, keys);
+
+    TCase *misc = tcase_create("misc");
+    tcase_add_test(misc, test_ledger_reset_empties_but_keeps_salt);
+    tcase_add_test(misc, test_pay_status_name_spells_every_status);
+    suite_add_tcase(s, misc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(ledger_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
