@@ -23,6 +23,7 @@ struct config {
     int64_t session_ttl_s;      /* --session-ttl, seconds, default 600 */
     bool strict_sessions;       /* --strict-sessions */
     unsigned idle_timeout_s;    /* --idle-timeout, seconds, default 30 */
+    int64_t consecutive_cancel_ms; /* --consecutive-cancel-ms, default 1000 (Toss); 0 = off */
     bool quiet;                 /* --quiet: no access log */
 };
 

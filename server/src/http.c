@@ -106,6 +106,8 @@ static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const cha
         r->idem_key_count++;
         if (!r->idem_key_raw)
             r->idem_key_raw = strdup(value);
+    } else if (strcasecmp(key, "TossPayments-Test-Code") == 0 && !r->test_code) {
+        r->test_code = strdup(value);
     } else if (strcasecmp(key, "Accept-Language") == 0) {
         r->lang_en = strncasecmp(value, "en", 2) == 0;
     } else if (strcasecmp(key, "Content-Length") == 0) {

@@ -36,6 +36,7 @@ static void payment_free(struct payment *p)
     free(p->idem_keys);
     free(p->payment_key);
     free(p->order_id);
+    free(p->order_name);
     free(p);
 }
 
@@ -127,6 +128,44 @@ int ledger_approve(struct ledger *l, struct payment *p, int64_t now_us)
     p->charges++;
     l->txs[l->n_txs++] = (struct ledger_tx){p, -1, l->next_seq++};
     return 0;
+}
+
+int ledger_cancel(struct ledger *l, struct payment *p, int64_t amount, const char *reason,
+                  int64_t now_us)
+{
+    if (grow((void **)&l->txs, &l->cap_txs, l->n_txs + 1, sizeof *l->txs) != 0)
+        return -1;
+    struct payment_cancel *nc = realloc(p->cancels, (p->n_cancels + 1) * sizeof *nc);
+    if (!nc)
+        return -1;
+    p->cancels = nc;
+    char *r = strdup(reason);
+    if (!r)
+        return -1;
+    p->balance -= amount;
+    nc[p->n_cancels] = (struct payment_cancel){amount, p->balance, now_us, r};
+    l->txs[l->n_txs++] = (struct ledger_tx){p, (int32_t)p->n_cancels, l->next_seq++};
+    p->n_cancels++;
+    p->status = p->balance == 0 ? PAY_CANCELED : PAY_PARTIAL_CANCELED;
+    return 0;
+}
+
+bool ledger_expire_if_stale(struct payment *p, int64_t now_us, int64_t ttl_us)
+{
+    if (p->status == PAY_IN_PROGRESS && !p->processing && now_us - p->requested_at_us >= ttl_us)
+        p->status = PAY_EXPIRED;
+    return p->status == PAY_EXPIRED;
+}
+
+long ledger_find_tx(const struct ledger *l, const char *tx_key)
+{
+    char k[33];
+    for (size_t i = 0; i < l->n_txs; i++) {
+        ledger_tx_key(l, l->txs[i].payment, l->txs[i].cancel_index, k);
+        if (strcmp(k, tx_key) == 0)
+            return (long)i;
+    }
+    return -1;
 }
 
 int ledger_note_idem_key(struct payment *p, const char *idem_key)

@@ -39,7 +39,9 @@ struct payment {
     enum pay_status status;
     bool processing;         /* a confirm holds the claim (between claim and commit) */
     uint8_t charges;         /* approvals committed: the invariant is charges <= 1 */
-    int64_t requested_at_us; /* creation (first confirm's arrival) */
+    char *order_name;        /* owned; from a registered session, or NULL (a default is shown) */
+    bool registered;         /* created by POST /__admin/sessions */
+    int64_t requested_at_us; /* creation (first confirm's arrival, or the session's) */
     int64_t approved_at_us;  /* commit of the approval; 0 before */
     uint32_t confirm_attempts;
     uint32_t n_cancels;
@@ -85,6 +87,19 @@ struct payment *ledger_create(struct ledger *l, const char *payment_key, const c
 /* Record an approval: status DONE, approved_at, charges++, a transaction row. Requires status
  * IN_PROGRESS. Returns 0, or -1 on out of memory (the payment is then unchanged). */
 int ledger_approve(struct ledger *l, struct payment *p, int64_t now_us);
+
+/* Record a cancel of `amount` (1 <= amount <= balance; the caller has checked the rules of
+ * SPEC §7): balance drops, status becomes CANCELED at 0 else PARTIAL_CANCELED, a transaction
+ * row is added. `reason` is copied. Returns 0, or -1 on out of memory (payment unchanged). */
+int ledger_cancel(struct ledger *l, struct payment *p, int64_t amount, const char *reason,
+                  int64_t now_us);
+
+/* Expire `p` if it is IN_PROGRESS, not being processed, and older than ttl_us at now_us (SPEC
+ * §2.1 sessions). Returns true if it is EXPIRED now (whether by this call or before). */
+bool ledger_expire_if_stale(struct payment *p, int64_t now_us, int64_t ttl_us);
+
+/* Index in l->txs of the transaction whose key is `tx_key`, or -1. O(rows). */
+long ledger_find_tx(const struct ledger *l, const char *tx_key);
 
 /* Remember that `idem_key` was used on a confirm of `p` (deduplicated). 0 or -1 (OOM). */
 int ledger_note_idem_key(struct payment *p, const char *idem_key);

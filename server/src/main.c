@@ -31,7 +31,8 @@
  * is documented. Environment variable = FAKEGATE_ + the flag upper-cased, '-' → '_'. */
 enum opt_id {
     O_HOST, O_PORT, O_PORT_FILE, O_PROFILE, O_PROFILES_DIR, O_SEED, O_SECRET_KEY, O_MID,
-    O_MAX_BODY, O_IDEMPOTENCY_TTL, O_SESSION_TTL, O_STRICT_SESSIONS, O_IDLE_TIMEOUT, O_QUIET,
+    O_MAX_BODY, O_IDEMPOTENCY_TTL, O_SESSION_TTL, O_STRICT_SESSIONS, O_IDLE_TIMEOUT,
+    O_CONSECUTIVE_CANCEL_MS, O_QUIET,
     O_CHECK_PROFILE, O_VERSION, O_HELP, O_COUNT
 };
 
@@ -56,6 +57,7 @@ static const struct opt opts[O_COUNT] = {
     [O_SESSION_TTL] = {"session-ttl", "SECONDS", true, "payment session lifetime (default 600, Toss's 10-minute window)"},
     [O_STRICT_SESSIONS] = {"strict-sessions", NULL, true, "an unknown paymentKey → 404 NOT_FOUND_PAYMENT_SESSION (default: lenient)"},
     [O_IDLE_TIMEOUT] = {"idle-timeout", "SECONDS", true, "close idle keep-alive connections after this many seconds (default 30)"},
+    [O_CONSECUTIVE_CANCEL_MS] = {"consecutive-cancel-ms", "MS", true, "a cancel within this many ms of the payment's previous cancel → 403 FORBIDDEN_CONSECUTIVE_REQUEST (default 1000, as Toss; 0 = off)"},
     [O_QUIET] = {"quiet", NULL, true, "no log lines on stderr"},
     [O_CHECK_PROFILE] = {"check-profile", "FILE", false, "validate a profile file and exit: 0 valid, 2 invalid (file:line:column: message)"},
     [O_VERSION] = {"version", NULL, false, "print the version and exit"},
@@ -178,6 +180,11 @@ static int apply(struct cli *c, int id, const char *val, const char *src)
             goto bad;
         cfg->idle_timeout_s = (unsigned)v;
         return 0;
+    case O_CONSECUTIVE_CANCEL_MS:
+        if (!parse_u64(val, 86400000, &v))
+            goto bad;
+        cfg->consecutive_cancel_ms = (int64_t)v;
+        return 0;
     case O_STRICT_SESSIONS:
     case O_QUIET: {
         bool on = !val || strcmp(val, "1") == 0 || strcasecmp(val, "true") == 0 ||
@@ -220,6 +227,7 @@ static int parse_cli(struct cli *c, int argc, char **argv)
     cfg->idempotency_ttl_s = 15 * 86400;
     cfg->session_ttl_s = 600;
     cfg->idle_timeout_s = 30;
+    cfg->consecutive_cancel_ms = 1000;
     cfg->secret_keys = c->secret_keys;
     for (int i = 0; i < O_COUNT; i++) {
         if (!opts[i].env)

@@ -3,13 +3,14 @@
  * and the ledger's business checks → latency → commit. Invariants, under the store lock: a
  * payment has `processing` set by at most one request (the claim holder), and only that request
  * approves it, so charges <= 1 whatever the interleaving. */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE
 #include "payments.h"
 
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common.h"
 #include "render.h"
@@ -155,9 +156,14 @@ static const char *string_field(struct request *r, json_t *root, const char *nam
     return json_string_value(v);
 }
 
-static bool amount_field(struct request *r, json_t *root, const char *name, int64_t *out)
+/* An amount (SPEC §7 "Numbers"): a JSON integer in 1 .. 2^53-1. An optional field that is
+ * absent or null leaves *out at 0. */
+static bool amount_field(struct request *r, json_t *root, const char *name, bool required,
+                         int64_t *out)
 {
     json_t *v = json_object_get(root, name);
+    if (!required && (!v || json_is_null(v)))
+        return true;
     if (v && json_is_integer(v)) {
         json_int_t x = json_integer_value(v);
         if (x >= 1 && x <= MAX_SAFE_INT) {
@@ -248,16 +254,133 @@ static void business_error(struct gateway *g, struct request *r, const char *cod
     }
 }
 
-/* --- confirm ------------------------------------------------------------------------------ */
+/* --- the idempotency gate and test codes -------------------------------------------------- */
 
 static int64_t ms_to_ns(double ms)
 {
     return (int64_t)(ms * (double)NS_PER_MS + 0.5);
 }
 
+/* TossPayments-Test-Code with a test_ key forces that error at once: nothing is stored and the
+ * ledger is untouched (SPEC §2.5). Returns true if r is answered. */
+static bool test_code(struct request *r)
+{
+    if (!r->test_code || strncmp(r->secret_key, "test_", 5) != 0)
+        return false;
+    const struct toss_error *e = toss_error_find(r->test_code);
+    request_error(r, e ? e->code : "INVALID_TEST_CODE", NULL);
+    return true;
+}
+
+enum gate { GATE_ANSWERED, GATE_PASS };
+
+/* Idempotency at the moment a request leaves its queue (SPEC §3): PROCESSING → 409, DONE →
+ * replay (or 422 with on_body_mismatch reject), none → claim (r->claim). Lock held. */
+static enum gate idem_gate(struct gateway *g, struct request *r, const char *scope, size_t len,
+                           int64_t now)
+{
+    if (!scope)
+        return GATE_PASS;
+    struct idem_record *rec = idem_lookup(&g->idem, scope, len, now);
+    if (rec && rec->state == IDEM_PROCESSING) {
+        request_error(r, "IDEMPOTENT_REQUEST_PROCESSING", NULL);
+        return GATE_ANSWERED;
+    }
+    if (rec) {
+        if (rec->body_hash != r->body_hash &&
+            g->profile->on_body_mismatch == BODY_MISMATCH_REJECT)
+            request_error(r, "IDEMPOTENCY_KEY_REUSED", NULL);
+        else
+            replay(g, r, rec);
+        return GATE_ANSWERED;
+    }
+    r->claim = idem_claim(&g->idem, scope, len, r, r->body_hash, now);
+    if (!r->claim) {
+        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
+        return GATE_ANSWERED;
+    }
+    return GATE_PASS;
+}
+
+/* Complete r's claim with the Payment view (status 200). Lock held. */
+static void complete_success(struct gateway *g, struct request *r, struct payment *p)
+{
+    (void)g;
+    if (!r->claim)
+        return;
+    struct idem_response s = {.status = 200, .payment = p, .view_cancels = p->n_cancels,
+                              .view_status = (uint8_t)p->status, .en = r->lang_en};
+    idem_complete(r->claim, r, &s);
+    r->claim = NULL;
+}
+
+static void release_claim(struct gateway *g, struct request *r)
+{
+    if (r->claim)
+        idem_release(&g->idem, r->claim, r);
+    r->claim = NULL;
+}
+
+static int64_t session_ttl_us(const struct gateway *g)
+{
+    return g->cfg->session_ttl_s * 1000000;
+}
+
+/* --- confirm ------------------------------------------------------------------------------ */
+
 static enum handler_result commit(struct gateway *g, struct request *r);
 
-/* Leaving the queue: idempotency first, then the ledger's checks, then the claim. */
+/* The ledger's checks for a confirm, at the claim (SPEC §3: a confirm's business errors are
+ * decided at the claim and answered at once). Lock held. Returns true if r may process. */
+static bool confirm_checks(struct gateway *g, struct request *r)
+{
+    struct payment *p = ledger_get(&g->ledger, r->payment_key);
+    struct payment *by_order = ledger_get_by_order(&g->ledger, r->order_id);
+    if (by_order && by_order != p) {
+        business_error(g, r, "DUPLICATED_ORDER_ID", NULL, NULL);
+        return false;
+    }
+    if (!p) {
+        /* Created at arrival unless a reset came in between, or strict mode. */
+        if (g->cfg->strict_sessions) {
+            business_error(g, r, "NOT_FOUND_PAYMENT_SESSION", NULL, NULL);
+            return false;
+        }
+        p = ledger_create(&g->ledger, r->payment_key, r->order_id, r->amount, now_unix_us());
+        if (!p) {
+            business_error(g, r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL, NULL);
+            return false;
+        }
+    }
+    if (ledger_expire_if_stale(p, now_unix_us(), session_ttl_us(g)) ||
+        p->status == PAY_ABORTED) {
+        business_error(g, r, "NOT_FOUND_PAYMENT_SESSION", NULL, NULL);
+        return false;
+    }
+    if (strcmp(p->order_id, r->order_id) != 0 || p->amount != r->amount) {
+        business_error(g, r, "INVALID_REQUEST", "결제 정보의 금액 또는 주문번호가 일치하지 않습니다.",
+                       "amount/orderId does not match the payment");
+        return false;
+    }
+    if (p->status != PAY_IN_PROGRESS) {
+        business_error(g, r, "ALREADY_PROCESSED_PAYMENT", NULL, NULL);
+        return false;
+    }
+    if (p->processing) {
+        /* Transient, like a 409: not stored under this request's key. */
+        request_error(r, "ALREADY_PROCESSING_REQUEST", NULL);
+        release_claim(g, r);
+        return false;
+    }
+    p->processing = true;
+    r->holds_payment = true;
+    return true;
+}
+
+static enum handler_result cancel_commit(struct gateway *g, struct request *r);
+
+/* Leaving the queue: idempotency first, then (confirm) the ledger's checks, then the claim and
+ * the processing latency. A cancel's checks wait for its commit (SPEC §7). */
 static enum handler_result leave_queue(struct gateway *g, struct request *r, bool draining)
 {
     if (draining) {
@@ -277,75 +400,16 @@ static enum handler_result leave_queue(struct gateway *g, struct request *r, boo
     }
     enum handler_result res = H_RESPOND;
     pthread_mutex_lock(&g->lock);
-    struct idem_record *rec = scope ? idem_lookup(&g->idem, scope, scope_len, now) : NULL;
-    if (rec && rec->state == IDEM_PROCESSING) {
-        request_error(r, "IDEMPOTENT_REQUEST_PROCESSING", NULL);
-        goto out;
+    if (idem_gate(g, r, scope, scope_len, now) == GATE_PASS &&
+        (r->kind == RK_CANCEL || confirm_checks(g, r))) {
+        r->phase = PH_PROCESSING;
+        r->hold_until_ns += ms_to_ns(r->latency_ms);
+        res = H_HOLD;
     }
-    if (rec) {
-        if (rec->body_hash != r->body_hash &&
-            g->profile->on_body_mismatch == BODY_MISMATCH_REJECT)
-            request_error(r, "IDEMPOTENCY_KEY_REUSED", NULL);
-        else
-            replay(g, r, rec);
-        goto out;
-    }
-    struct payment *p = ledger_get(&g->ledger, r->payment_key);
-    struct payment *by_order = ledger_get_by_order(&g->ledger, r->order_id);
-    if (scope) {
-        r->claim = idem_claim(&g->idem, scope, scope_len, r, r->body_hash, now);
-        if (!r->claim) {
-            request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
-            goto out;
-        }
-    }
-    if (by_order && by_order != p) {
-        business_error(g, r, "DUPLICATED_ORDER_ID", NULL, NULL);
-        goto out;
-    }
-    if (!p) {
-        /* Created at arrival unless a reset came in between, or strict mode. */
-        if (g->cfg->strict_sessions) {
-            business_error(g, r, "NOT_FOUND_PAYMENT_SESSION", NULL, NULL);
-            goto out;
-        }
-        p = ledger_create(&g->ledger, r->payment_key, r->order_id, r->amount, now_unix_us());
-        if (!p) {
-            business_error(g, r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL, NULL);
-            goto out;
-        }
-    }
-    if (strcmp(p->order_id, r->order_id) != 0 || p->amount != r->amount) {
-        business_error(g, r, "INVALID_REQUEST", "결제 정보의 금액 또는 주문번호가 일치하지 않습니다.",
-                       "amount/orderId does not match the payment");
-        goto out;
-    }
-    if (p->status == PAY_EXPIRED || p->status == PAY_ABORTED) {
-        business_error(g, r, "NOT_FOUND_PAYMENT_SESSION", NULL, NULL);
-        goto out;
-    }
-    if (p->status != PAY_IN_PROGRESS) {
-        business_error(g, r, "ALREADY_PROCESSED_PAYMENT", NULL, NULL);
-        goto out;
-    }
-    if (p->processing) {
-        /* Transient, like a 409: not stored under this request's key. */
-        request_error(r, "ALREADY_PROCESSING_REQUEST", NULL);
-        if (r->claim)
-            idem_release(&g->idem, r->claim, r);
-        r->claim = NULL;
-        goto out;
-    }
-    p->processing = true;
-    r->holds_payment = true;
-    r->phase = PH_PROCESSING;
-    r->hold_until_ns = r->hold_until_ns + ms_to_ns(r->latency_ms);
-    res = H_HOLD;
-out:
     pthread_mutex_unlock(&g->lock);
     free(scope);
     if (res == H_HOLD && r->latency_ms <= 0)
-        return commit(g, r);
+        return r->kind == RK_CANCEL ? cancel_commit(g, r) : commit(g, r);
     return res;
 }
 
@@ -368,19 +432,12 @@ static enum handler_result commit(struct gateway *g, struct request *r)
     if (ledger_approve(&g->ledger, p, now_unix_us()) == 0)
         body = render_view(g, p, 0, PAY_DONE, &len);
     if (!body) {
-        if (r->claim)
-            idem_release(&g->idem, r->claim, r);
-        r->claim = NULL;
+        release_claim(g, r);
         pthread_mutex_unlock(&g->lock);
         request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
         return H_RESPOND;
     }
-    if (r->claim) {
-        struct idem_response s = {.status = 200, .payment = p, .view_cancels = 0,
-                                  .view_status = PAY_DONE, .en = r->lang_en};
-        idem_complete(r->claim, r, &s);
-        r->claim = NULL;
-    }
+    complete_success(g, r, p);
     pthread_mutex_unlock(&g->lock);
     request_respond(r, 200, body, len);
     return H_RESPOND;
@@ -397,16 +454,30 @@ static void plan_latency(struct gateway *g, struct request *r, const char *ident
     r->latency_ms = latency_sample_ms(&rp->latency, &rng);
 }
 
+/* Queue the planned request: hold for queue_latency, or leave the queue now. */
+static enum handler_result enqueue(struct gateway *g, struct request *r)
+{
+    r->phase = PH_QUEUED;
+    r->hold_until_ns = r->received_ns + ms_to_ns(r->queue_latency_ms);
+    if (r->queue_latency_ms > 0)
+        return H_HOLD;
+    return leave_queue(g, r, false);
+}
+
 enum handler_result payments_confirm(struct gateway *g, struct request *r)
 {
     json_t *root;
     if (!parse_body(r, &root))
         return H_RESPOND;
+    if (test_code(r)) {
+        json_decref(root);
+        return H_RESPOND;
+    }
     const char *pk = string_field(r, root, "paymentKey", "INVALID_PAYMENT_KEY", valid_payment_key);
     const char *oid = pk ? string_field(r, root, "orderId", "INVALID_ORDER_ID", valid_order_id)
                          : NULL;
     int64_t amount = 0;
-    if (!pk || !oid || !amount_field(r, root, "amount", &amount)) {
+    if (!pk || !oid || !amount_field(r, root, "amount", true, &amount)) {
         json_decref(root);
         return H_RESPOND;
     }
@@ -433,18 +504,200 @@ enum handler_result payments_confirm(struct gateway *g, struct request *r)
             ledger_note_idem_key(p, r->idem_key);
     }
     pthread_mutex_unlock(&g->lock);
+    return enqueue(g, r);
+}
 
-    r->phase = PH_QUEUED;
-    r->hold_until_ns = r->received_ns + ms_to_ns(r->queue_latency_ms);
-    if (r->queue_latency_ms > 0)
-        return H_HOLD;
-    return leave_queue(g, r, false);
+/* --- cancel ------------------------------------------------------------------------------- */
+
+static size_t utf8_chars(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xc0) != 0x80;
+    return n;
+}
+
+enum handler_result payments_cancel(struct gateway *g, struct request *r)
+{
+    json_t *root;
+    if (!parse_body(r, &root))
+        return H_RESPOND;
+    if (test_code(r)) {
+        json_decref(root);
+        return H_RESPOND;
+    }
+    json_t *reason = json_object_get(root, "cancelReason");
+    bool ok = true;
+    if (!reason || json_is_null(reason)) {
+        invalid(r, "INVALID_REQUEST", "cancelReason: 필수 값입니다.", "cancelReason: required");
+        ok = false;
+    } else if (!json_is_string(reason) || json_string_length(reason) == 0 ||
+               utf8_chars(json_string_value(reason)) > 200 ||
+               strlen(json_string_value(reason)) != json_string_length(reason)) {
+        invalid(r, "INVALID_REQUEST", "cancelReason: 1자 이상 200자 이하의 문자열이어야 합니다.",
+                "cancelReason: must be a string of 1 to 200 characters");
+        ok = false;
+    }
+    ok = ok && amount_field(r, root, "cancelAmount", false, &r->cancel_amount) &&
+         amount_field(r, root, "refundableAmount", false, &r->refundable_amount);
+    if (!ok) {
+        json_decref(root);
+        return H_RESPOND;
+    }
+    r->cancel_reason = strdup(json_string_value(reason));
+    r->payment_key = strdup(r->path_param);
+    if (r->idem_key)
+        r->body_hash = canonical_hash(root);
+    json_decref(root);
+    if (!r->cancel_reason || !r->payment_key) {
+        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
+        return H_RESPOND;
+    }
+    plan_latency(g, r, r->idem_key ? r->idem_key : r->payment_key);
+    return enqueue(g, r);
+}
+
+/* The cancel's checks, in SPEC §7's order, then the cancel itself; one commit at a time under
+ * the store lock, so overlapping cancels are judged one after the other. */
+static enum handler_result cancel_commit(struct gateway *g, struct request *r)
+{
+    pthread_mutex_lock(&g->lock);
+    int64_t now_us = now_unix_us();
+    struct payment *p = ledger_get(&g->ledger, r->payment_key);
+    const char *code = NULL;
+    if (!p)
+        code = "NOT_FOUND_PAYMENT";
+    else if (p->status == PAY_CANCELED)
+        code = "ALREADY_CANCELED_PAYMENT";
+    else if (p->status != PAY_DONE && p->status != PAY_PARTIAL_CANCELED)
+        code = "NOT_CANCELABLE_PAYMENT";
+    else if (g->cfg->consecutive_cancel_ms > 0 && p->n_cancels > 0 &&
+             now_us - p->cancels[p->n_cancels - 1].canceled_at_us <
+                 g->cfg->consecutive_cancel_ms * 1000)
+        code = "FORBIDDEN_CONSECUTIVE_REQUEST";
+    else if (r->refundable_amount && r->refundable_amount != p->balance)
+        code = "NOT_MATCHES_REFUNDABLE_AMOUNT";
+    else if (r->cancel_amount > p->balance)
+        code = "NOT_CANCELABLE_AMOUNT";
+    if (code) {
+        business_error(g, r, code, NULL, NULL);
+        pthread_mutex_unlock(&g->lock);
+        return H_RESPOND;
+    }
+    int64_t amount = r->cancel_amount ? r->cancel_amount : p->balance;
+    size_t len = 0;
+    char *body = NULL;
+    if (ledger_cancel(&g->ledger, p, amount, r->cancel_reason, now_us) == 0)
+        body = render_view(g, p, p->n_cancels, p->status, &len);
+    if (!body) {
+        release_claim(g, r);
+        pthread_mutex_unlock(&g->lock);
+        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
+        return H_RESPOND;
+    }
+    complete_success(g, r, p);
+    pthread_mutex_unlock(&g->lock);
+    request_respond(r, 200, body, len);
+    return H_RESPOND;
 }
 
 /* --- reads -------------------------------------------------------------------------------- */
 
+/* "yyyy-MM-ddTHH:mm:ss[.SSS]" read in Korea time → Unix seconds. */
+static bool parse_kst(const char *s, int64_t *out)
+{
+    int y, mo, d, h, mi, se, n = 0;
+    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 ||
+        n != 19)
+        return false;
+    const char *rest = s + n;
+    if (*rest == '.') {
+        rest++;
+        size_t digits = strspn(rest, "0123456789");
+        if (digits < 1 || digits > 6)
+            return false;
+        rest += digits;
+    }
+    if (*rest || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
+        return false;
+    struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h,
+                    .tm_min = mi, .tm_sec = se};
+    *out = (int64_t)timegm(&tm) - 9 * 3600;
+    return true;
+}
+
+static void transactions_now(struct gateway *g, struct request *r)
+{
+    char *start_s = request_query(r, "startDate"), *end_s = request_query(r, "endDate");
+    char *after = request_query(r, "startingAfter"), *limit_s = request_query(r, "limit");
+    int64_t start, end;
+    long limit = 100;
+    if (!parse_kst(start_s, &start) || !parse_kst(end_s, &end)) {
+        invalid(r, "INVALID_REQUEST",
+                "startDate, endDate: 필수 값이며 yyyy-MM-ddTHH:mm:ss 형식이어야 합니다.",
+                "startDate and endDate are required, as yyyy-MM-ddTHH:mm:ss (Korea time)");
+        goto out;
+    }
+    if (limit_s) {
+        char *endp;
+        limit = strtol(limit_s, &endp, 10);
+        if (!*limit_s || *endp || limit < 1 || limit > 5000 || !strchr("123456789", *limit_s)) {
+            invalid(r, "INVALID_REQUEST", "limit: 1 이상 5000 이하의 정수여야 합니다.",
+                    "limit: must be an integer from 1 to 5000");
+            goto out;
+        }
+    }
+    struct buf b;
+    buf_init(&b);
+    buf_addc(&b, '[');
+    pthread_mutex_lock(&g->lock);
+    long from = 0;
+    if (after) {
+        from = ledger_find_tx(&g->ledger, after);
+        if (from < 0) {
+            pthread_mutex_unlock(&g->lock);
+            buf_fini(&b);
+            request_error(r, "INVALID_TRANSACTION_KEY", NULL);
+            goto out;
+        }
+        from++;
+    }
+    long n = 0;
+    for (size_t i = (size_t)from; i < g->ledger.n_txs && n < limit; i++) {
+        const struct ledger_tx *tx = &g->ledger.txs[i];
+        int64_t at_us = tx->cancel_index >= 0
+                            ? tx->payment->cancels[tx->cancel_index].canceled_at_us
+                            : tx->payment->approved_at_us;
+        int64_t at = at_us / 1000000;
+        if (at < start || at > end)
+            continue;
+        if (n++)
+            buf_addc(&b, ',');
+        render_transaction(&b, &g->ledger, g->cfg->mid, tx);
+    }
+    pthread_mutex_unlock(&g->lock);
+    buf_addc(&b, ']');
+    if (b.oom) {
+        buf_fini(&b);
+        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
+        goto out;
+    }
+    size_t len;
+    char *body = buf_steal(&b, &len);
+    request_respond(r, 200, body, len);
+out:
+    free(start_s);
+    free(end_s);
+    free(after);
+    free(limit_s);
+}
+
 static void read_now(struct gateway *g, struct request *r)
 {
+    if (r->kind == RK_TRANSACTIONS) {
+        transactions_now(g, r);
+        return;
+    }
     pthread_mutex_lock(&g->lock);
     struct payment *p = r->kind == RK_GET_ORDER ? ledger_get_by_order(&g->ledger, r->path_param)
                                                 : ledger_get(&g->ledger, r->path_param);
@@ -453,6 +706,7 @@ static void read_now(struct gateway *g, struct request *r)
         request_error(r, "NOT_FOUND_PAYMENT", NULL);
         return;
     }
+    ledger_expire_if_stale(p, now_unix_us(), session_ttl_us(g));
     size_t len = 0;
     char *body = render_view(g, p, p->n_cancels, p->status, &len);
     pthread_mutex_unlock(&g->lock);
@@ -477,60 +731,89 @@ enum handler_result payments_read(struct gateway *g, struct request *r)
 
 enum handler_result payments_on_deadline(struct gateway *g, struct request *r, bool draining)
 {
-    if (r->kind == RK_GET_PAYMENT || r->kind == RK_GET_ORDER) {
+    switch (r->kind) {
+    case RK_CONFIRM:
+    case RK_CANCEL:
+        if (r->phase == PH_QUEUED)
+            return leave_queue(g, r, draining);
+        return r->kind == RK_CANCEL ? cancel_commit(g, r) : commit(g, r);
+    default:
         read_now(g, r);
         return H_RESPOND;
     }
-    if (r->phase == PH_QUEUED)
-        return leave_queue(g, r, draining);
-    return commit(g, r);
 }
 
-/* --- admin -------------------------------------------------------------------------------- */
+/* --- registered sessions (POST /__admin/sessions) ---------------------------------------- */
 
-static void admin_entry(struct gateway *g, struct buf *b, const struct payment *p)
+/* A paymentKey in Toss's current style: tgen_ + yyyyMMddHHmmss (Korea time) + 5 characters. */
+static void session_key(struct gateway *g, char out[32])
 {
-    buf_adds(b, "{\"payment\":");
-    render_payment(b, &g->ledger, g->cfg->mid, p, p->n_cancels, p->status);
-    buf_adds(b, ",\"confirm_attempts\":");
-    buf_add_i64(b, p->confirm_attempts);
-    buf_adds(b, ",\"idempotency_keys\":[");
-    for (uint32_t i = 0; i < p->n_idem_keys; i++) {
-        if (i)
-            buf_addc(b, ',');
-        buf_add_json_strz(b, p->idem_keys[i]);
-    }
-    buf_adds(b, "],\"charges\":");
-    buf_add_i64(b, p->charges);
-    buf_addc(b, '}');
+    static const char alnum[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    char t[32];
+    fmt_kst(now_unix_us(), t); /* 2024-02-13T12:17:57+09:00 */
+    uint64_t st = g->instance_id ^ mix64(g->ledger.next_id);
+    snprintf(out, 32, "tgen_%.4s%.2s%.2s%.2s%.2s%.2s", t, t + 5, t + 8, t + 11, t + 14, t + 17);
+    for (int i = 0; i < 5; i++)
+        out[19 + i] = alnum[splitmix64(&st) % 62];
+    out[24] = '\0';
 }
 
-enum handler_result payments_admin_list(struct gateway *g, struct request *r,
-                                        const char *order_id)
+enum handler_result payments_register_session(struct gateway *g, struct request *r)
 {
-    struct buf b;
-    buf_init(&b);
-    buf_adds(&b, "{\"payments\":[");
-    pthread_mutex_lock(&g->lock);
-    bool first = true;
-    for (size_t i = 0; i < g->ledger.n_all; i++) {
-        const struct payment *p = g->ledger.all[i];
-        if (order_id && strcmp(p->order_id, order_id) != 0)
-            continue;
-        if (!first)
-            buf_addc(&b, ',');
-        first = false;
-        admin_entry(g, &b, p);
+    json_t *root;
+    if (!parse_body(r, &root))
+        return H_RESPOND;
+    const char *oid = string_field(r, root, "orderId", "INVALID_ORDER_ID", valid_order_id);
+    int64_t amount = 0;
+    json_t *pkv = json_object_get(root, "paymentKey"), *namev = json_object_get(root, "orderName");
+    bool ok = oid && amount_field(r, root, "amount", true, &amount);
+    if (ok && pkv && !json_is_null(pkv) &&
+        (!json_is_string(pkv) || !valid_payment_key(json_string_value(pkv)))) {
+        invalid(r, "INVALID_PAYMENT_KEY", "paymentKey: 올바르지 않은 값입니다.",
+                "paymentKey: invalid value");
+        ok = false;
     }
-    pthread_mutex_unlock(&g->lock);
-    buf_adds(&b, "]}");
-    if (b.oom) {
-        buf_fini(&b);
-        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
+    if (ok && namev && !json_is_null(namev) &&
+        (!json_is_string(namev) || json_string_length(namev) == 0 ||
+         utf8_chars(json_string_value(namev)) > 100)) {
+        invalid(r, "INVALID_REQUEST", "orderName: 1자 이상 100자 이하의 문자열이어야 합니다.",
+                "orderName: must be a string of 1 to 100 characters");
+        ok = false;
+    }
+    if (!ok) {
+        json_decref(root);
         return H_RESPOND;
     }
-    size_t len;
-    char *body = buf_steal(&b, &len);
-    request_respond(r, 200, body, len);
+    char key[32];
+    const char *pk = pkv && json_is_string(pkv) ? json_string_value(pkv) : NULL;
+    pthread_mutex_lock(&g->lock);
+    if (!pk) {
+        session_key(g, key);
+        pk = key;
+    }
+    const char *code = NULL;
+    struct payment *p = NULL;
+    if (ledger_get(&g->ledger, pk))
+        code = "INVALID_REQUEST";
+    else if (ledger_get_by_order(&g->ledger, oid))
+        code = "DUPLICATED_ORDER_ID";
+    else if (!(p = ledger_create(&g->ledger, pk, oid, amount, now_unix_us())))
+        code = "FAILED_INTERNAL_SYSTEM_PROCESSING";
+    size_t len = 0;
+    char *body = NULL;
+    if (p) {
+        p->registered = true;
+        if (namev && json_is_string(namev))
+            p->order_name = strdup(json_string_value(namev));
+        body = render_view(g, p, 0, PAY_IN_PROGRESS, &len);
+    }
+    pthread_mutex_unlock(&g->lock);
+    json_decref(root);
+    if (code && strcmp(code, "INVALID_REQUEST") == 0)
+        invalid(r, code, "paymentKey: 이미 존재하는 결제입니다.", "paymentKey: the payment already exists");
+    else if (code || !body)
+        request_error(r, code ? code : "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
+    else
+        request_respond(r, 200, body, len);
     return H_RESPOND;
 }

@@ -39,8 +39,9 @@ void gateway_fini(struct gateway *g);
  * Thread: mhd. */
 enum handler_result payments_confirm(struct gateway *g, struct request *r);
 
-/* GET /v1/payments/{paymentKey} (r->kind RK_GET_PAYMENT) and
- * GET /v1/payments/orders/{orderId} (RK_GET_ORDER); r->path_param holds the key. */
+/* GET /v1/payments/{paymentKey} (r->kind RK_GET_PAYMENT), GET /v1/payments/orders/{orderId}
+ * (RK_GET_ORDER; r->path_param holds the key) and GET /v1/transactions (RK_TRANSACTIONS,
+ * SPEC §7 rules), after the read route's latency. H_RESPOND or H_HOLD. Thread: mhd. */
 enum handler_result payments_read(struct gateway *g, struct request *r);
 
 /* The plan's next step at r->hold_until_ns: leave the queue (claim, or 409 / replay /
@@ -49,9 +50,14 @@ enum handler_result payments_read(struct gateway *g, struct request *r);
  * commits at once. Never returns H_HOLD when draining. Thread: timer (or the draining thread). */
 enum handler_result payments_on_deadline(struct gateway *g, struct request *r, bool draining);
 
-/* GET /__admin/payments[?orderId=]: the ledger with confirm_attempts, idempotency_keys and
- * charges per payment (SPEC §5). `order_id` NULL lists all. */
-enum handler_result payments_admin_list(struct gateway *g, struct request *r,
-                                        const char *order_id);
+/* POST /v1/payments/{paymentKey}/cancel (r->path_param): {cancelReason, cancelAmount?,
+ * refundableAmount?}. Idempotency as for confirm; the checks of SPEC §7 run at the commit,
+ * after the cancel route's latency. H_RESPOND or H_HOLD. Thread: mhd. */
+enum handler_result payments_cancel(struct gateway *g, struct request *r);
+
+/* POST /__admin/sessions {orderId, amount, paymentKey?, orderName?}: registers a payment in
+ * IN_PROGRESS (SPEC §2.1) and answers 200 with it; a paymentKey is generated in Toss's
+ * tgen_yyyyMMddHHmmssXXXXX style when none is given. Always H_RESPOND. Thread: mhd. */
+enum handler_result payments_register_session(struct gateway *g, struct request *r);
 
 #endif

@@ -64,7 +64,9 @@ void render_payment(struct buf *b, const struct ledger *l, const char *mid,
     buf_add_json_strz(b, p->payment_key);
     buf_adds(b, ",\"orderId\":");
     buf_add_json_strz(b, p->order_id);
-    buf_adds(b, ",\"orderName\":\"fakegate 테스트 주문\",\"taxExemptionAmount\":0,\"status\":\"");
+    buf_adds(b, ",\"orderName\":");
+    buf_add_json_strz(b, p->order_name ? p->order_name : "fakegate 테스트 주문");
+    buf_adds(b, ",\"taxExemptionAmount\":0,\"status\":\"");
     buf_adds(b, pay_status_name(view_status));
     buf_addc(b, '"');
     add_kv_time(b, ",\"requestedAt\":", p->requested_at_us);
@@ -165,5 +167,29 @@ void render_error(struct buf *b, const char *code, const char *message)
     buf_add_json_strz(b, code);
     buf_adds(b, ",\"message\":");
     buf_add_json_strz(b, message);
+    buf_addc(b, '}');
+}
+
+void render_transaction(struct buf *b, const struct ledger *l, const char *mid,
+                        const struct ledger_tx *tx)
+{
+    const struct payment *p = tx->payment;
+    char key[33];
+    ledger_tx_key(l, p, tx->cancel_index, key);
+    const struct payment_cancel *c = tx->cancel_index >= 0 ? &p->cancels[tx->cancel_index] : NULL;
+    buf_adds(b, "{\"mId\":");
+    buf_add_json_strz(b, mid);
+    buf_addf(b, ",\"transactionKey\":\"%s\",\"paymentKey\":", key);
+    buf_add_json_strz(b, p->payment_key);
+    buf_adds(b, ",\"orderId\":");
+    buf_add_json_strz(b, p->order_id);
+    buf_addf(b,
+             ",\"method\":\"카드\",\"customerKey\":null,\"useEscrow\":false,"
+             "\"receiptUrl\":\"https://dashboard.tosspayments.com/receipt/redirection?"
+             "transactionId=%s&ref=PX\",\"status\":\"%s\"",
+             key, c ? (c->balance_after == 0 ? "CANCELED" : "PARTIAL_CANCELED") : "DONE");
+    add_kv_time(b, ",\"transactionAt\":", c ? c->canceled_at_us : p->approved_at_us);
+    buf_adds(b, ",\"currency\":\"KRW\",\"amount\":");
+    buf_add_i64(b, c ? c->amount : p->amount);
     buf_addc(b, '}');
 }

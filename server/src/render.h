@@ -17,6 +17,11 @@
 void render_payment(struct buf *b, const struct ledger *l, const char *mid,
                     const struct payment *p, uint32_t view_cancels, enum pay_status view_status);
 
+/* One row of GET /v1/transactions (SPEC §2.2, §7): an approval has status DONE and the
+ * payment's total; a cancel has its cancelAmount and the payment's status after it. */
+void render_transaction(struct buf *b, const struct ledger *l, const char *mid,
+                        const struct ledger_tx *tx);
+
 /* {"code":"...","message":"..."}; message is escaped. */
 void render_error(struct buf *b, const char *code, const char *message);
 

@@ -2,6 +2,7 @@
 #include "request.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "render.h"
 #include "toss_errors.h"
@@ -23,6 +24,8 @@ void request_free(struct request *r)
     free(r->query);
     free(r->authorization);
     free(r->idem_key_raw);
+    free(r->test_code);
+    free(r->cancel_reason);
     buf_fini(&r->body);
     free(r->path_param);
     free(r->secret_key);
@@ -55,3 +58,44 @@ void request_error(struct request *r, const char *code, const char *message)
     char *body = buf_steal(&b, &len);
     request_respond(r, status, body, len);
 }
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+char *request_query(const struct request *r, const char *name)
+{
+    const char *query = r->query;
+    size_t nl = strlen(name);
+    for (const char *q = query; q && *q;) {
+        const char *end = strchr(q, '&');
+        size_t len = end ? (size_t)(end - q) : strlen(q);
+        if (len > nl && strncmp(q, name, nl) == 0 && q[nl] == '=') {
+            char *out = malloc(len - nl);
+            if (!out)
+                return NULL;
+            size_t o = 0;
+            for (size_t i = nl + 1; i < len; i++) {
+                if (q[i] == '%' && i + 2 < len && hexval(q[i + 1]) >= 0 &&
+                    hexval(q[i + 2]) >= 0) {
+                    out[o++] = (char)(hexval(q[i + 1]) * 16 + hexval(q[i + 2]));
+                    i += 2;
+                } else {
+                    out[o++] = q[i] == '+' ? ' ' : q[i];
+                }
+            }
+            out[o] = '\0';
+            return out;
+        }
+        q = end ? end + 1 : NULL;
+    }
+    return NULL;
+}
+

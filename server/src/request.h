@@ -28,8 +28,11 @@ enum route_kind {
     RK_CONFIRM,
     RK_GET_PAYMENT,
     RK_GET_ORDER,
+    RK_CANCEL,
+    RK_TRANSACTIONS,
     RK_HEALTH,
-    RK_ADMIN_PAYMENTS
+    RK_ADMIN_PAYMENTS,
+    RK_ADMIN_SESSIONS
 };
 
 /* Where a confirm is in its life (SPEC §4 order of decisions). */
@@ -59,6 +62,7 @@ struct request {
     char *query;           /* raw query string after '?', or NULL */
     char *authorization;   /* Authorization header value, or NULL */
     char *idem_key_raw;    /* Idempotency-Key value as received, or NULL */
+    char *test_code;       /* TossPayments-Test-Code value, or NULL */
     int idem_key_count;    /* how many Idempotency-Key headers */
     bool lang_en;          /* Accept-Language asks for English */
     bool has_content_length;
@@ -84,6 +88,9 @@ struct request {
     double queue_latency_ms, latency_ms;
     char *payment_key, *order_id;
     int64_t amount;
+    char *cancel_reason;   /* cancel: cancelReason */
+    int64_t cancel_amount; /* cancel: cancelAmount, 0 = absent (the whole balance) */
+    int64_t refundable_amount; /* cancel: refundableAmount, 0 = absent */
     uint64_t body_hash;    /* canonical body hash, for Idempotency-Key reuse detection */
     void *claim;           /* struct idem_record * held by this request */
     bool holds_payment;    /* this request set payment->processing */
@@ -100,6 +107,10 @@ void request_free(struct request *r);
 /* Set resp to a Toss error `code` (status and message from the table, in the request's
  * language) or, when message is non-NULL, with that message. */
 void request_error(struct request *r, const char *code, const char *message);
+
+/* The percent-decoded value of query parameter `name` ('+' is a space), or NULL if absent or
+ * out of memory. Caller frees. */
+char *request_query(const struct request *r, const char *name);
 
 /* Set resp to `status` with a body the response takes ownership of. */
 void request_respond(struct request *r, int status, char *body, size_t len);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "admin.h"
 #include "common.h"
 
 static struct gateway *gw;
@@ -171,6 +172,19 @@ static enum handler_result route(struct request *r)
         r->kind = RK_ADMIN_PAYMENTS;
         return H_CONTINUE;
     }
+    if (strcmp(p, "/__admin/sessions") == 0) {
+        if (r->method != HM_POST)
+            return method_not_allowed(r, "POST");
+        r->kind = RK_ADMIN_SESSIONS;
+        return H_CONTINUE;
+    }
+    if (strcmp(p, "/v1/transactions") == 0) {
+        if (r->method != HM_GET)
+            return method_not_allowed(r, "GET");
+        r->kind = RK_TRANSACTIONS;
+        r->route = ROUTE_READ;
+        return H_CONTINUE;
+    }
     static const char prefix[] = "/v1/payments/";
     if (strncmp(p, prefix, sizeof prefix - 1) != 0)
         return not_found(r);
@@ -193,7 +207,16 @@ static enum handler_result route(struct request *r)
         r->path_param = strdup(rest + 7);
         return r->path_param ? H_CONTINUE : not_found(r);
     }
-    if (*rest && !strchr(rest, '/')) {
+    const char *slash = strchr(rest, '/');
+    if (slash && slash > rest && strcmp(slash, "/cancel") == 0) {
+        if (r->method != HM_POST)
+            return method_not_allowed(r, "POST");
+        r->kind = RK_CANCEL;
+        r->route = ROUTE_CANCEL;
+        r->path_param = strndup(rest, (size_t)(slash - rest));
+        return r->path_param ? H_CONTINUE : not_found(r);
+    }
+    if (*rest && !slash) {
         if (r->method != HM_GET)
             return method_not_allowed(r, strcmp(rest, "confirm") == 0 ? "GET, POST" : "GET");
         r->kind = RK_GET_PAYMENT;
@@ -221,7 +244,8 @@ enum handler_result router_on_headers(struct request *r)
     enum handler_result h = route(r);
     if (h != H_CONTINUE)
         return h;
-    bool v1 = r->kind == RK_CONFIRM || r->kind == RK_GET_PAYMENT || r->kind == RK_GET_ORDER;
+    bool v1 = r->kind == RK_CONFIRM || r->kind == RK_GET_PAYMENT || r->kind == RK_GET_ORDER ||
+              r->kind == RK_CANCEL || r->kind == RK_TRANSACTIONS;
     if (v1 && !authenticate(r))
         return H_RESPOND;
     if (r->has_content_length && r->content_length > gw->cfg->max_body) {
@@ -234,64 +258,6 @@ enum handler_result router_on_headers(struct request *r)
         return H_RESPOND;
     }
     return H_CONTINUE;
-}
-
-static enum handler_result health(struct request *r)
-{
-    struct buf b;
-    buf_init(&b);
-    char started[32];
-    fmt_kst(gw->started_unix_us, started);
-    buf_addf(&b, "{\"status\":\"ok\",\"pid\":%ld,\"instance\":\"%016llx\",\"started_at\":\"%s\"}",
-             (long)getpid(), (unsigned long long)gw->instance_id, started);
-    size_t len;
-    char *body = buf_steal(&b, &len);
-    if (!body) {
-        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
-        return H_RESPOND;
-    }
-    request_respond(r, 200, body, len);
-    return H_RESPOND;
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* The percent-decoded value of `name` in a raw query string, or NULL. Caller frees. */
-static char *query_get(const char *query, const char *name)
-{
-    size_t nl = strlen(name);
-    for (const char *q = query; q && *q;) {
-        const char *end = strchr(q, '&');
-        size_t len = end ? (size_t)(end - q) : strlen(q);
-        if (len > nl && strncmp(q, name, nl) == 0 && q[nl] == '=') {
-            char *out = malloc(len - nl);
-            if (!out)
-                return NULL;
-            size_t o = 0;
-            for (size_t i = nl + 1; i < len; i++) {
-                if (q[i] == '%' && i + 2 < len + 1 && hexval(q[i + 1]) >= 0 &&
-                    hexval(q[i + 2]) >= 0) {
-                    out[o++] = (char)(hexval(q[i + 1]) * 16 + hexval(q[i + 2]));
-                    i += 2;
-                } else {
-                    out[o++] = q[i] == '+' ? ' ' : q[i];
-                }
-            }
-            out[o] = '\0';
-            return out;
-        }
-        q = end ? end + 1 : NULL;
-    }
-    return NULL;
 }
 
 enum handler_result router_on_body(struct request *r)
@@ -307,19 +273,23 @@ enum handler_result router_on_body(struct request *r)
     }
     switch (r->kind) {
     case RK_HEALTH:
-        return health(r);
+        return admin_health(gw, r);
     case RK_ADMIN_PAYMENTS: {
-        char *oid = r->query ? query_get(r->query, "orderId") : NULL;
-        enum handler_result h = payments_admin_list(gw, r, oid);
+        char *oid = request_query(r, "orderId");
+        enum handler_result h = admin_payments(gw, r, oid);
         free(oid);
         return h;
     }
+    case RK_ADMIN_SESSIONS:
+        return payments_register_session(gw, r);
     case RK_CONFIRM:
+    case RK_CANCEL:
         if (!check_idem_key(r))
             return H_RESPOND;
-        return payments_confirm(gw, r);
+        return r->kind == RK_CONFIRM ? payments_confirm(gw, r) : payments_cancel(gw, r);
     case RK_GET_PAYMENT:
     case RK_GET_ORDER:
+    case RK_TRANSACTIONS:
         return payments_read(gw, r);
     case RK_NONE:
         break;
