@@ -327,8 +327,11 @@ static int resolve_profile(const struct config *cfg, const char *argv0, char *ou
         if (w > 0 && (size_t)w < len && file_exists(out))
             return 0;
     }
-    snprintf(err, ERR_LEN, "--profile %s: no %s.json in %.200s%s", p, p, dirs[0],
-             nd > 1 ? " or the other default places (see --help; use --profiles-dir)" : "");
+    int w = snprintf(err, ERR_LEN, "--profile %s: no %s.json in", p, p);
+    for (int i = 0; i < nd && w > 0 && w < ERR_LEN; i++)
+        w += snprintf(err + w, ERR_LEN - (size_t)w, "%s %.150s", i ? "," : "", dirs[i]);
+    if (w > 0 && w < ERR_LEN)
+        snprintf(err + w, ERR_LEN - (size_t)w, " (use --profiles-dir, or give a path)");
     return -1;
 }
 

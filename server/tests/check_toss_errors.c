@@ -159,6 +159,26 @@ START_TEST(test_unknown_code_is_null)
 }
 END_TEST
 
+/* The README's error table is generated from this table; this keeps the two in step. Runs from
+ * the repository root (make test's working directory). */
+START_TEST(test_readme_lists_every_code_with_its_status)
+{
+    FILE *f = fopen("README.md", "r");
+    ck_assert_msg(f != NULL, "README.md not found in the working directory");
+    static char text[1 << 18];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    size_t count;
+    const struct toss_error *t = toss_error_table(&count);
+    for (size_t i = 0; i < count; i++) {
+        char row[128];
+        snprintf(row, sizeof row, "| %d | `%s`", t[i].status, t[i].code);
+        ck_assert_msg(strstr(text, row) != NULL, "README.md lacks the row \"%s\"", row);
+    }
+}
+END_TEST
+
 static Suite *toss_errors_suite(void)
 {
     Suite *s = suite_create("toss_errors");
@@ -170,6 +190,7 @@ static Suite *toss_errors_suite(void)
     tcase_add_test(tc, test_idempotency_messages_are_toss_wording);
     tcase_add_test(tc, test_every_english_message_is_printable_ascii);
     tcase_add_test(tc, test_unknown_code_is_null);
+    tcase_add_test(tc, test_readme_lists_every_code_with_its_status);
     suite_add_tcase(s, tc);
     return s;
 }
