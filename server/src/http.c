@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,12 +29,25 @@
 #define HEADER_BLOCK_MAX 8192 /* SPEC §7: request line + header lines, with line ends */
 
 /* Transport state of a request, beside the handler's r->phase. */
-enum http_state { HS_NEW = 0, HS_BODY, HS_HELD, HS_READY, HS_QUEUED };
+enum http_state {
+    HS_NEW = 0, /* before the first handler call */
+    HS_BODY,    /* reading the body */
+    HS_HELD,    /* suspended in the scheduler (latency) */
+    HS_READY,   /* resp is ready: send it at the next handler call */
+    HS_HANG,    /* suspended, to be closed without a byte (a hang fault) */
+    HS_DROP,    /* close now without a byte */
+    HS_QUEUED   /* a response is queued */
+};
 
 struct conn_state {
     struct request *req;
     struct MHD_Connection *conn;
     enum http_state state;
+    /* WIRE_DRIP pacing */
+    int64_t drip_next_ns;   /* when the next chunk may go (monotonic) */
+    int64_t drip_step_ns;
+    size_t drip_chunk;      /* bytes per chunk */
+    bool drip_waiting;      /* suspended until drip_next_ns */
 };
 
 struct http_server {
@@ -79,6 +93,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     struct conn_state *cs = *con_cls;
     if (!cs)
         return;
+    router_on_complete(cs->req);
     request_free(cs->req);
     free(cs);
     *con_cls = NULL;
@@ -106,6 +121,11 @@ static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const cha
         r->idem_key_count++;
         if (!r->idem_key_raw)
             r->idem_key_raw = strdup(value);
+    } else if (strncasecmp(key, "Idempotency-Key", 15) == 0) {
+        /* libmicrohttpd 0.9.75 appends a folded continuation line to the header's name, so a
+         * folded Idempotency-Key arrives as "Idempotency-Key<continuation>" (SPEC §7: 400). */
+        r->idem_key_count++;
+        r->idem_key_folded = true;
     } else if (strcasecmp(key, "TossPayments-Test-Code") == 0 && !r->test_code) {
         r->test_code = strdup(value);
     } else if (strcasecmp(key, "Accept-Language") == 0) {
@@ -155,29 +175,145 @@ static void trace_id(char out[33])
              (unsigned long long)mix64(n + srv->trace_salt));
 }
 
+/* WIRE_TRUNCATE: the status line, the headers (with the full Content-Length) and the first half
+ * of the body, then the connection is closed. */
+static ssize_t truncate_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct conn_state *cs = cls;
+    const struct response *rs = &cs->req->resp;
+    size_t cut = rs->body_len / 2;
+    if (pos >= cut)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    size_t n = cut - (size_t)pos < max ? cut - (size_t)pos : max;
+    memcpy(buf, rs->body + pos, n);
+    return (ssize_t)n;
+}
+
+static void on_drip_tick(void *arg, bool draining);
+
+/* WIRE_DRIP: the headers at once, then a chunk every drip_step_ns, the last at wire_ms. Between
+ * chunks the connection is suspended and the scheduler resumes it (a reader that returned 0
+ * without suspending would spin). */
+static ssize_t drip_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct conn_state *cs = cls;
+    const struct response *rs = &cs->req->resp;
+    if (pos >= rs->body_len)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    if (cs->drip_waiting)
+        return 0;
+    if (now_mono_ns() < cs->drip_next_ns) {
+        cs->drip_waiting = true;
+        MHD_suspend_connection(cs->conn);
+        if (sched_add(srv->sched, cs->drip_next_ns, on_drip_tick, cs) != 0)
+            on_drip_tick(cs, true);
+        return 0;
+    }
+    size_t n = rs->body_len - (size_t)pos;
+    if (n > cs->drip_chunk)
+        n = cs->drip_chunk;
+    if (n > max)
+        n = max;
+    memcpy(buf, rs->body + pos, n);
+    cs->drip_next_ns += cs->drip_step_ns;
+    return (ssize_t)n;
+}
+
+static void on_drip_tick(void *arg, bool draining)
+{
+    struct conn_state *cs = arg;
+    if (draining) { /* stopping: send the rest at once */
+        cs->drip_next_ns = 0;
+        cs->drip_chunk = SIZE_MAX;
+    }
+    cs->drip_waiting = false;
+    MHD_resume_connection(cs->conn);
+}
+
+static void on_hang_end(void *arg, bool draining)
+{
+    (void)draining;
+    struct conn_state *cs = arg;
+    cs->state = HS_DROP;
+    MHD_resume_connection(cs->conn);
+}
+
+/* Lose the response: close now (FIN), reset (RST), or hold the connection for wire_ms first. */
+static enum MHD_Result drop(struct conn_state *cs)
+{
+    const struct response *rs = &cs->req->resp;
+    cs->req->phase = PH_SENT;
+    if (rs->wire == WIRE_RESET) {
+        /* libmicrohttpd shuts the socket down (FIN) before closing it, which would turn
+         * SO_LINGER 0 into a plain close. Disconnecting the socket first (connect with
+         * AF_UNSPEC) makes Linux send the RST now; libmicrohttpd's own close then finds it
+         * already reset. */
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(cs->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci) {
+            struct linger lg = {1, 0};
+            setsockopt(ci->connect_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+            struct sockaddr unspec = {.sa_family = AF_UNSPEC};
+            connect(ci->connect_fd, &unspec, sizeof unspec);
+        }
+    } else if (rs->wire == WIRE_HANG && cs->state != HS_DROP) {
+        MHD_suspend_connection(cs->conn);
+        cs->state = HS_HANG;
+        int64_t until = now_mono_ns() + (int64_t)(rs->wire_ms * (double)NS_PER_MS);
+        if (sched_add(srv->sched, until, on_hang_end, cs) != 0)
+            on_hang_end(cs, true);
+        return MHD_YES;
+    }
+    cs->state = HS_DROP;
+    return MHD_NO; /* libmicrohttpd closes the connection without sending anything */
+}
+
 static enum MHD_Result send_response(struct conn_state *cs)
 {
     struct request *r = cs->req;
-    if (!r->resp.body) {
+    struct response *rs = &r->resp;
+    if (rs->wire == WIRE_CLOSE || rs->wire == WIRE_RESET || rs->wire == WIRE_HANG)
+        return drop(cs);
+    if (!rs->body) {
         request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
-        if (!r->resp.body)
+        if (!rs->body)
             return MHD_NO;
     }
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(r->resp.body_len, r->resp.body, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *resp;
+    if (rs->wire == WIRE_TRUNCATE) {
+        resp = MHD_create_response_from_callback(rs->body_len, 4096, truncate_reader, cs, NULL);
+    } else if (rs->wire == WIRE_DRIP && rs->body_len > 0) {
+        size_t chunks = (size_t)(rs->wire_ms / 50);
+        if (chunks < 1)
+            chunks = 1;
+        if (chunks > rs->body_len)
+            chunks = rs->body_len;
+        cs->drip_chunk = (rs->body_len + chunks - 1) / chunks;
+        cs->drip_step_ns = (int64_t)(rs->wire_ms * (double)NS_PER_MS) / (int64_t)chunks;
+        cs->drip_next_ns = now_mono_ns() + cs->drip_step_ns;
+        resp = MHD_create_response_from_callback(rs->body_len, 4096, drip_reader, cs, NULL);
+    } else {
+        resp = MHD_create_response_from_buffer(rs->body_len, rs->body, MHD_RESPMEM_MUST_FREE);
+        if (resp)
+            rs->body = NULL; /* the response owns it now */
+    }
     if (!resp)
         return MHD_NO;
-    r->resp.body = NULL; /* the response owns it now */
     char tid[33];
     trace_id(tid);
-    MHD_add_response_header(resp, "Content-Type", "application/json");
+    if (!rs->content_type)
+        MHD_add_response_header(resp, "Content-Type", "application/json");
+    else if (rs->content_type[0])
+        MHD_add_response_header(resp, "Content-Type", rs->content_type);
     MHD_add_response_header(resp, "x-tosspayments-trace-id", tid);
     MHD_add_response_header(resp, "Cache-Control", "no-cache, no-store, max-age=0, must-revalidate");
-    if (r->resp.allow)
-        MHD_add_response_header(resp, "Allow", r->resp.allow);
-    if (r->resp.close || atomic_load(&srv->stopping))
+    if (rs->retry_after[0])
+        MHD_add_response_header(resp, "Retry-After", rs->retry_after);
+    if (rs->allow)
+        MHD_add_response_header(resp, "Allow", rs->allow);
+    if (rs->close || rs->wire == WIRE_TRUNCATE || atomic_load(&srv->stopping))
         MHD_add_response_header(resp, "Connection", "close");
-    enum MHD_Result ret = MHD_queue_response(cs->conn, (unsigned)r->resp.status, resp);
+    enum MHD_Result ret = MHD_queue_response(cs->conn, (unsigned)rs->status, resp);
     MHD_destroy_response(resp);
     cs->state = HS_QUEUED;
     r->phase = PH_SENT;
@@ -221,8 +357,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     switch (cs->state) {
     case HS_NEW:
         read_headers(r, c, url, method, version);
-        if (router_on_headers(r) == H_RESPOND)
+        if (router_on_headers(r) == H_RESPOND) {
+            /* libmicrohttpd discards a pending body and closes after this reply: say so. */
+            if ((r->has_content_length && r->content_length > 0) || r->chunked)
+                r->resp.close = true;
             return send_response(cs);
+        }
         cs->state = HS_BODY;
         return MHD_YES; /* libmicrohttpd sends 100 Continue now if asked */
     case HS_BODY:
@@ -246,7 +386,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return send_response(cs);
     case HS_READY:
         return send_response(cs);
+    case HS_DROP:
+        return drop(cs);
     case HS_HELD:
+    case HS_HANG:
     case HS_QUEUED:
         *upload_data_size = 0;
         return MHD_YES;

@@ -335,6 +335,27 @@ static int resolve_profile(const struct config *cfg, const char *argv0, char *ou
     return -1;
 }
 
+/* Loads schedule phases given by name, from the same places as --profile. */
+struct resolver_ctx {
+    const struct config *cfg;
+    const char *argv0;
+};
+
+static int resolve_by_name(const char *name, struct profile **out, char err[ERR_LEN], void *ctx)
+{
+    const struct resolver_ctx *rc = ctx;
+    struct config c = *rc->cfg;
+    c.profile = name;
+    char path[PATH_MAX + 64];
+    if (!profile_name_valid(name)) {
+        snprintf(err, ERR_LEN, "a profile name is [a-z0-9_-]{1,64}");
+        return -1;
+    }
+    if (resolve_profile(&c, rc->argv0, path, sizeof path, err) != 0)
+        return -1;
+    return profile_load_file(path, NULL, NULL, out, err);
+}
+
 /* --- port file ---------------------------------------------------------------------------- */
 
 static int write_port_file(const char *path, unsigned port)
@@ -436,7 +457,8 @@ static int run(struct cli *clip, int argc, char **argv)
     char err[ERR_LEN];
     struct profile *profile = NULL;
     if (cli.check_profile) {
-        if (profile_load_file(cli.check_profile, &profile, err) != 0) {
+        struct resolver_ctx rc = {cfg, argv[0]};
+        if (profile_load_file(cli.check_profile, resolve_by_name, &rc, &profile, err) != 0) {
             fprintf(stderr, "fakegate: %s\n", err);
             return 2;
         }
@@ -445,8 +467,9 @@ static int run(struct cli *clip, int argc, char **argv)
         return 0;
     }
     char path[PATH_MAX + 64];
+    struct resolver_ctx rctx = {cfg, argv[0]};
     if (resolve_profile(cfg, argv[0], path, sizeof path, err) != 0 ||
-        profile_load_file(path, &profile, err) != 0) {
+        profile_load_file(path, resolve_by_name, &rctx, &profile, err) != 0) {
         fprintf(stderr, "fakegate: %s\n", err);
         return 2;
     }
@@ -466,7 +489,10 @@ static int run(struct cli *clip, int argc, char **argv)
     uint64_t seed = cfg->has_seed ? cfg->seed : profile->has_seed ? profile->seed : rnd[0] >> 1;
 
     struct gateway gw;
-    gateway_init(&gw, cfg, profile, seed, rnd[1]);
+    if (gateway_init(&gw, cfg, profile, seed, rnd[1]) != 0) {
+        fprintf(stderr, "fakegate: out of memory\n");
+        return 1;
+    }
     router_init(&gw);
     struct sched sched;
     if (sched_start(&sched, err, sizeof err) != 0) {

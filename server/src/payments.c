@@ -15,6 +15,7 @@
 #include "common.h"
 #include "render.h"
 #include "rng.h"
+#include "throttle.h"
 #include "toss_errors.h"
 
 #define MAX_SAFE_INT INT64_C(9007199254740991) /* 2^53 - 1 (SPEC §7 "Numbers") */
@@ -28,6 +29,10 @@ int gateway_init(struct gateway *g, const struct config *cfg, const struct profi
     idem_init(&g->idem, cfg->idempotency_ttl_s * NS_PER_S);
     g->cfg = cfg;
     g->profile = profile;
+    attempts_init(&g->attempts);
+    g->live = live_new(profile, now_mono_ns());
+    if (!g->live)
+        return -1;
     g->seed = seed;
     g->instance_id = instance_id;
     g->started_unix_us = now_unix_us();
@@ -36,6 +41,8 @@ int gateway_init(struct gateway *g, const struct config *cfg, const struct profi
 
 void gateway_fini(struct gateway *g)
 {
+    live_free(g->live);
+    attempts_fini(&g->attempts);
     idem_fini(&g->idem);
     ledger_fini(&g->ledger);
     pthread_mutex_destroy(&g->lock);
@@ -254,6 +261,78 @@ static void business_error(struct gateway *g, struct request *r, const char *cod
     }
 }
 
+/* --- faults ------------------------------------------------------------------------------- */
+
+/* An error fault's response: its status, code, message (default: the table's) and body kind,
+ * with Retry-After as configured ("auto" has no window to measure here: 1 s). */
+static void fault_error(struct request *r, const struct fault *f)
+{
+    char ra[64] = "";
+    retry_after_format(&f->retry_after, 1, now_unix_us() / 1000000, ra, sizeof ra);
+    request_reject(r, f->status, f->code, f->message, f->body, ra);
+}
+
+static enum wire how_to_wire(enum fault_how how)
+{
+    switch (how) {
+    case HOW_RESET:
+        return WIRE_RESET;
+    case HOW_HANG:
+        return WIRE_HANG;
+    case HOW_TRUNCATE:
+        return WIRE_TRUNCATE;
+    case HOW_CLOSE:
+        break;
+    }
+    return WIRE_CLOSE;
+}
+
+/* At the fault decision (the request leaves its queue): drop_request and error/when=before act
+ * here, before idempotency, so no record exists and nothing is charged (SPEC §3). Returns true
+ * if r is answered (or dropped). */
+static bool fault_before(struct request *r)
+{
+    const struct fault *f = r->fault;
+    if (!f)
+        return false;
+    if (f->kind == FAULT_DROP_REQUEST) {
+        request_respond(r, 0, NULL, 0);
+        r->resp.wire = how_to_wire(f->how);
+        r->resp.wire_ms = f->hang_ms;
+        return true;
+    }
+    if (f->kind == FAULT_ERROR && f->when_before) {
+        fault_error(r, f);
+        return true;
+    }
+    return false;
+}
+
+/* On the way out: whatever response r got (a success, a 409, a replay, an error) is replaced by
+ * an error/when=after, or lost or slowed by drop_response / drip. */
+static void way_out(struct request *r)
+{
+    const struct fault *f = r->fault;
+    if (!f)
+        return;
+    if (f->kind == FAULT_ERROR && !f->when_before) {
+        fault_error(r, f);
+    } else if (f->kind == FAULT_DROP_RESPONSE) {
+        r->resp.wire = how_to_wire(f->how);
+        r->resp.wire_ms = f->hang_ms;
+    } else if (f->kind == FAULT_DRIP) {
+        r->resp.wire = WIRE_DRIP;
+        r->resp.wire_ms = f->duration_ms;
+    }
+}
+
+/* An error/when=after fault with commit false: the gateway never processed the request. */
+static bool fault_uncommits(const struct request *r)
+{
+    return r->fault && r->fault->kind == FAULT_ERROR && !r->fault->when_before &&
+           !r->fault->commit;
+}
+
 /* --- the idempotency gate and test codes -------------------------------------------------- */
 
 static int64_t ms_to_ns(double ms)
@@ -378,15 +457,38 @@ static bool confirm_checks(struct gateway *g, struct request *r)
 }
 
 static enum handler_result cancel_commit(struct gateway *g, struct request *r);
+static enum handler_result read_now(struct gateway *g, struct request *r);
 
-/* Leaving the queue: idempotency first, then (confirm) the ledger's checks, then the claim and
- * the processing latency. A cancel's checks wait for its commit (SPEC §7). */
+static bool is_read(const struct request *r)
+{
+    return r->kind == RK_GET_PAYMENT || r->kind == RK_GET_ORDER || r->kind == RK_TRANSACTIONS;
+}
+
+/* The end of the processing latency: commit (confirm, cancel) or read. */
+static enum handler_result finish(struct gateway *g, struct request *r)
+{
+    if (r->kind == RK_CANCEL)
+        return cancel_commit(g, r);
+    if (r->kind == RK_CONFIRM)
+        return commit(g, r);
+    return read_now(g, r);
+}
+
+/* Leaving the queue: the fault decision, then idempotency, then (confirm) the ledger's checks
+ * and the claim, then the processing latency. A cancel's checks wait for its commit (SPEC §7). */
 static enum handler_result leave_queue(struct gateway *g, struct request *r, bool draining)
 {
     if (draining) {
         request_error(r, "SERVICE_UNAVAILABLE", NULL);
         r->resp.close = true;
         return H_RESPOND;
+    }
+    if (fault_before(r))
+        return H_RESPOND;
+    if (is_read(r)) {
+        r->phase = PH_PROCESSING;
+        r->hold_until_ns += ms_to_ns(r->latency_ms);
+        return r->latency_ms > 0 ? H_HOLD : finish(g, r);
     }
     int64_t now = now_mono_ns();
     char *scope = NULL;
@@ -408,9 +510,11 @@ static enum handler_result leave_queue(struct gateway *g, struct request *r, boo
     }
     pthread_mutex_unlock(&g->lock);
     free(scope);
-    if (res == H_HOLD && r->latency_ms <= 0)
-        return r->kind == RK_CANCEL ? cancel_commit(g, r) : commit(g, r);
-    return res;
+    if (res == H_RESPOND) {
+        way_out(r); /* a 409, a replay or a business error is what the network loses */
+        return res;
+    }
+    return r->latency_ms > 0 ? res : finish(g, r);
 }
 
 static enum handler_result commit(struct gateway *g, struct request *r)
@@ -427,6 +531,12 @@ static enum handler_result commit(struct gateway *g, struct request *r)
     }
     p->processing = false;
     r->holds_payment = false;
+    if (fault_uncommits(r)) {
+        release_claim(g, r);
+        pthread_mutex_unlock(&g->lock);
+        way_out(r);
+        return H_RESPOND;
+    }
     size_t len = 0;
     char *body = NULL;
     if (ledger_approve(&g->ledger, p, now_unix_us()) == 0)
@@ -440,18 +550,24 @@ static enum handler_result commit(struct gateway *g, struct request *r)
     complete_success(g, r, p);
     pthread_mutex_unlock(&g->lock);
     request_respond(r, 200, body, len);
+    way_out(r);
     return H_RESPOND;
 }
 
-/* Seed the request's generator: identity is the Idempotency-Key, else the orderId, else the
- * paymentKey (SPEC §4 "Determinism"). */
-static void plan_latency(struct gateway *g, struct request *r, const char *identity)
+/* The request's plan (SPEC §4 "Determinism"): its attempt number for this identity on this
+ * route, then the fault and latencies from a generator seeded by (seed, route, identity,
+ * attempt) under the profile state the request arrived with. The identity is the
+ * Idempotency-Key, else the orderId, else the paymentKey. */
+static void plan(struct gateway *g, struct request *r, const char *identity)
 {
+    r->attempt = attempts_next(&g->attempts, r->route, identity);
     struct rng rng;
-    rng_seed_request(&rng, g->seed, (int)r->route, identity, identity ? strlen(identity) : 0, 1);
-    const struct route_profile *rp = profile_route(g->profile, r->route);
-    r->queue_latency_ms = latency_sample_ms(&rp->queue_latency, &rng);
-    r->latency_ms = latency_sample_ms(&rp->latency, &rng);
+    rng_seed_request(&rng, g->seed, (int)r->route, identity, strlen(identity), r->attempt);
+    struct plan pl;
+    live_plan(r->live, r->route, r->attempt, &rng, &pl);
+    r->queue_latency_ms = pl.queue_latency_ms;
+    r->latency_ms = pl.latency_ms;
+    r->fault = pl.fault;
 }
 
 /* Queue the planned request: hold for queue_latency, or leave the queue now. */
@@ -491,7 +607,7 @@ enum handler_result payments_confirm(struct gateway *g, struct request *r)
         request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
         return H_RESPOND;
     }
-    plan_latency(g, r, r->idem_key ? r->idem_key : r->order_id);
+    plan(g, r, r->idem_key ? r->idem_key : r->order_id);
 
     /* Lenient sessions: the payment exists from its first valid confirm (SPEC §2.1). */
     pthread_mutex_lock(&g->lock);
@@ -553,7 +669,7 @@ enum handler_result payments_cancel(struct gateway *g, struct request *r)
         request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
         return H_RESPOND;
     }
-    plan_latency(g, r, r->idem_key ? r->idem_key : r->payment_key);
+    plan(g, r, r->idem_key ? r->idem_key : r->payment_key);
     return enqueue(g, r);
 }
 
@@ -562,6 +678,12 @@ enum handler_result payments_cancel(struct gateway *g, struct request *r)
 static enum handler_result cancel_commit(struct gateway *g, struct request *r)
 {
     pthread_mutex_lock(&g->lock);
+    if (fault_uncommits(r)) {
+        release_claim(g, r);
+        pthread_mutex_unlock(&g->lock);
+        way_out(r);
+        return H_RESPOND;
+    }
     int64_t now_us = now_unix_us();
     struct payment *p = ledger_get(&g->ledger, r->payment_key);
     const char *code = NULL;
@@ -582,6 +704,7 @@ static enum handler_result cancel_commit(struct gateway *g, struct request *r)
     if (code) {
         business_error(g, r, code, NULL, NULL);
         pthread_mutex_unlock(&g->lock);
+        way_out(r);
         return H_RESPOND;
     }
     int64_t amount = r->cancel_amount ? r->cancel_amount : p->balance;
@@ -598,6 +721,7 @@ static enum handler_result cancel_commit(struct gateway *g, struct request *r)
     complete_success(g, r, p);
     pthread_mutex_unlock(&g->lock);
     request_respond(r, 200, body, len);
+    way_out(r);
     return H_RESPOND;
 }
 
@@ -692,12 +816,8 @@ out:
     free(limit_s);
 }
 
-static void read_now(struct gateway *g, struct request *r)
+static void read_payment(struct gateway *g, struct request *r)
 {
-    if (r->kind == RK_TRANSACTIONS) {
-        transactions_now(g, r);
-        return;
-    }
     pthread_mutex_lock(&g->lock);
     struct payment *p = r->kind == RK_GET_ORDER ? ledger_get_by_order(&g->ledger, r->path_param)
                                                 : ledger_get(&g->ledger, r->path_param);
@@ -716,31 +836,28 @@ static void read_now(struct gateway *g, struct request *r)
         request_respond(r, 200, body, len);
 }
 
+static enum handler_result read_now(struct gateway *g, struct request *r)
+{
+    if (r->kind == RK_TRANSACTIONS)
+        transactions_now(g, r);
+    else
+        read_payment(g, r);
+    way_out(r);
+    return H_RESPOND;
+}
+
 enum handler_result payments_read(struct gateway *g, struct request *r)
 {
-    plan_latency(g, r, r->path_param);
-    double total = r->queue_latency_ms + r->latency_ms;
-    if (total > 0) {
-        r->phase = PH_PROCESSING;
-        r->hold_until_ns = r->received_ns + ms_to_ns(total);
-        return H_HOLD;
-    }
-    read_now(g, r);
-    return H_RESPOND;
+    /* A transactions query has no key in its path: its identity is the path. */
+    plan(g, r, r->path_param ? r->path_param : r->path);
+    return enqueue(g, r);
 }
 
 enum handler_result payments_on_deadline(struct gateway *g, struct request *r, bool draining)
 {
-    switch (r->kind) {
-    case RK_CONFIRM:
-    case RK_CANCEL:
-        if (r->phase == PH_QUEUED)
-            return leave_queue(g, r, draining);
-        return r->kind == RK_CANCEL ? cancel_commit(g, r) : commit(g, r);
-    default:
-        read_now(g, r);
-        return H_RESPOND;
-    }
+    if (r->phase == PH_QUEUED)
+        return leave_queue(g, r, draining);
+    return finish(g, r);
 }
 
 /* --- registered sessions (POST /__admin/sessions) ---------------------------------------- */

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "idem.h"
 #include "ledger.h"
+#include "live.h"
 #include "profile.h"
 #include "request.h"
 
@@ -23,13 +24,18 @@ struct gateway {
     struct idem_store idem;
     const struct config *cfg;      /* borrowed, lives as long as the gateway */
     const struct profile *profile; /* borrowed; the active profile */
+    struct live *_Atomic live;     /* the active profile's state; requests keep the one they
+                                      arrived under */
+    struct flight flight;          /* in-flight counts per route */
+    struct attempts attempts;      /* attempt numbers per (route, identity) */
     uint64_t seed;                 /* effective seed (--seed, the profile's, or random) */
     uint64_t instance_id;          /* random per process */
     int64_t started_unix_us;
 };
 
-/* Initialise with the settings and the active profile (both borrowed). `seed` is the effective
- * seed, `instance_id` random per process. Returns 0. Thread: main, before the daemon starts. */
+/* Initialise with the settings and the active profile (both borrowed), applying the profile
+ * now. `seed` is the effective seed, `instance_id` random per process. Returns 0, or -1 on out
+ * of memory. Thread: main, before the daemon starts. */
 int gateway_init(struct gateway *g, const struct config *cfg, const struct profile *profile,
                  uint64_t seed, uint64_t instance_id);
 void gateway_fini(struct gateway *g);

@@ -20,10 +20,80 @@ const char *route_name(enum route_id r);
 
 enum body_mismatch { BODY_MISMATCH_REPLAY = 0, BODY_MISMATCH_REJECT };
 
+/* --- faults (SPEC §4) --- */
+enum fault_kind { FAULT_NONE = 0, FAULT_ERROR, FAULT_DROP_REQUEST, FAULT_DROP_RESPONSE, FAULT_DRIP };
+/* How a dropped request or response is lost on the wire. */
+enum fault_how { HOW_CLOSE = 0, HOW_RESET, HOW_HANG, HOW_TRUNCATE };
+/* The body of an injected error or throttle rejection. */
+enum body_kind { BODY_JSON = 0, BODY_HTML, BODY_EMPTY };
+enum retry_after_format { RA_NONE = 0, RA_SECONDS, RA_HTTP_DATE, RA_RAW };
+
+/* A Retry-After header as configured: {"format": ..., "value": N | "auto" | "raw string"}. */
+struct retry_after {
+    enum retry_after_format format; /* RA_NONE: no header */
+    bool is_auto;                   /* value "auto": time until the window ends / next token */
+    uint32_t seconds;               /* fixed value, 0 .. 2^31-1 (seconds, http-date) */
+    char *raw;                      /* RA_RAW: sent byte-for-byte; owned */
+};
+
+struct fault {
+    enum fault_kind kind;
+    double p;                       /* probability in [0,1]; per attempt number, the route's
+                                     * faults eligible for it sum to <= 1 */
+    /* drop_request / drop_response */
+    enum fault_how how;             /* truncate only with drop_response */
+    double hang_ms;                 /* how = hang: held this long, then closed (default 30000) */
+    /* drip */
+    double duration_ms;             /* body bytes spread over this long */
+    /* error */
+    int status;                     /* HTTP status 400..599; default: the table's for `code` */
+    char *code;                     /* owned; [A-Z0-9_]+ */
+    char *message;                  /* owned; NULL = the table's message for `code` (or code) */
+    enum body_kind body;
+    bool commit;                    /* only with when = after (validated) */
+    bool when_before;               /* "when": "before" (at once) | "after" (default) */
+    struct retry_after retry_after; /* default RA_NONE */
+    /* any kind */
+    uint32_t *attempts;             /* owned; fire only on these attempt numbers (1-based,
+                                     * distinct, at most 100); a route has at most 64 faults */
+    size_t n_attempts;              /* 0 = every attempt */
+    int64_t times;                  /* fire at most this many times after apply; -1 = no limit */
+};
+
+enum throttle_kind { THROTTLE_NONE = 0, THROTTLE_TOKEN_BUCKET, THROTTLE_WINDOW };
+
+struct throttle {
+    enum throttle_kind kind;
+    double rate_per_s, burst;       /* token_bucket: tokens per second (> 0), capacity (>= 1) */
+    double period_s, throttled_s, offset_s; /* window: 0 < throttled_s <= period_s, offset >= 0 */
+    int status;                     /* 503 (default) or 429 */
+    char *code;                     /* owned; default SERVICE_UNAVAILABLE / TOO_MANY_REQUESTS */
+    struct retry_after retry_after; /* default: seconds, auto */
+    enum body_kind body;            /* default json */
+};
+
+struct concurrency {
+    uint32_t max_in_flight;         /* 0 = no cap */
+    int status;                     /* default 503 */
+    char *code;                     /* owned; default SERVICE_UNAVAILABLE */
+};
+
 struct route_profile {
     bool present;                       /* named in the profile's "routes" */
     struct latency_dist queue_latency;  /* spent before the idempotency claim */
     struct latency_dist latency;        /* spent after the claim, while PROCESSING */
+    struct fault *faults;               /* owned, in the order written */
+    size_t n_faults;
+    struct throttle throttle;
+    struct concurrency concurrency;
+};
+
+struct profile;
+
+/* One phase of a schedule: a profile (inline, or loaded by name) for for_s seconds. */
+struct schedule_phase {
+    double for_s;                       /* > 0 */
+    struct profile *profile;            /* owned; never itself a schedule */
 };
 
 #define PROFILE_NAME_MAX 64
@@ -35,7 +105,17 @@ struct profile {
     uint64_t seed;                      /* "seed" in the profile, if has_seed */
     enum body_mismatch on_body_mismatch; /* "idempotency": {"on_body_mismatch": ...} */
     struct route_profile routes[ROUTE_COUNT];
+    struct schedule_phase *phases;      /* owned; non-NULL for a schedule profile */
+    size_t n_phases;
+    bool repeat;                        /* a schedule starts over after its last phase */
 };
+
+/* Loads the profile called `name` ([a-z0-9_-]{1,64}) for a schedule phase. Returns 0 and sets
+ * *out (caller owns it), or -1 with a message in err (quoted after the phase's position). It
+ * may call profile_load_file with itself: a parse started inside a resolver rejects a schedule
+ * before resolving anything, so a schedule naming itself cannot recurse. */
+typedef int (*profile_resolver)(const char *name, struct profile **out, char err[ERR_LEN],
+                                void *ctx);
 
 /* Parse and validate profile JSON `text` of `len` bytes. `origin` names the source in messages
  * (a file path, or e.g. "request body"). On success returns 0 and sets *out (caller owns it:
@@ -44,14 +124,20 @@ struct profile {
  * or value). Rejects: malformed JSON, duplicate keys, unknown keys, wrong types, a name not
  * matching [a-z0-9_-]{1,64}, negative or non-finite times, times above 86 400 000 ms,
  * min_ms > max_ms, p99_ms < median_ms, mixture weights <= 0, nested mixtures, unknown
- * "dist", and keys of SPEC §4 this build does not implement yet ("faults", "throttle",
- * "concurrency", "schedule": "not supported yet"). Thread: any. */
-int profile_parse(const char *text, size_t len, const char *origin, struct profile **out,
-                  char err[ERR_LEN]);
+ * "dist". Faults, throttle, concurrency and schedules as SPEC §4 (validated there:
+ * probabilities in [0,1] whose sum over the faults eligible for any one attempt is <= 1,
+ * commit only with when=after, truncate only with
+ * drop_response, Retry-After values <= 2^31-1, status ranges, a schedule phase naming a
+ * profile that `resolve` cannot load → its position). `resolve` may be NULL: then a phase
+ * given by name is an error ("schedule phases by name need a profiles directory").
+ * Thread: any. */
+int profile_parse(const char *text, size_t len, const char *origin, profile_resolver resolve,
+                  void *resolve_ctx, struct profile **out, char err[ERR_LEN]);
 
 /* Read `path` and profile_parse it with `path` as origin. Same returns; a file that cannot be
  * read gives "path: strerror". */
-int profile_load_file(const char *path, struct profile **out, char err[ERR_LEN]);
+int profile_load_file(const char *path, profile_resolver resolve, void *resolve_ctx,
+                      struct profile **out, char err[ERR_LEN]);
 
 /* The settings for route `r`: routes[r] if present, else routes[ROUTE_DEFAULT] (which is all
  * zero — no latency — if the profile does not name it either). Borrowed from `p`. */

@@ -1,6 +1,8 @@
 /* request.c -- request lifetime helpers (see request.h). */
+#define _POSIX_C_SOURCE 200809L
 #include "request.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,7 +44,40 @@ void request_respond(struct request *r, int status, char *body, size_t len)
     r->resp.status = status;
     r->resp.body = body;
     r->resp.body_len = len;
+    r->resp.content_type = NULL;
+    r->resp.retry_after[0] = '\0';
     r->phase = PH_RESPOND;
+}
+
+void request_reject(struct request *r, int status, const char *code, const char *message,
+                    enum body_kind body, const char *retry_after)
+{
+    static const char *const reasons[] = {[429] = "Too Many Requests",
+                                          [500] = "Internal Server Error",
+                                          [502] = "Bad Gateway",
+                                          [503] = "Service Temporarily Unavailable",
+                                          [504] = "Gateway Time-out"};
+    if (body == BODY_JSON) {
+        request_error(r, code, message);
+        r->resp.status = status;
+    } else if (body == BODY_HTML) {
+        const char *reason = status < 600 && reasons[status] ? reasons[status] : "Error";
+        struct buf b;
+        buf_init(&b);
+        buf_addf(&b,
+                 "<html>\r\n<head><title>%d %s</title></head>\r\n<body>\r\n"
+                 "<center><h1>%d %s</h1></center>\r\n<hr><center>nginx</center>\r\n"
+                 "</body>\r\n</html>\r\n",
+                 status, reason, status, reason);
+        size_t len;
+        char *text = buf_steal(&b, &len);
+        request_respond(r, status, text, len);
+        r->resp.content_type = "text/html";
+    } else {
+        request_respond(r, status, strdup(""), 0);
+        r->resp.content_type = "";
+    }
+    snprintf(r->resp.retry_after, sizeof r->resp.retry_after, "%s", retry_after ? retry_after : "");
 }
 
 void request_error(struct request *r, const char *code, const char *message)

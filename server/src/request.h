@@ -13,6 +13,8 @@
 #include "buf.h"
 #include "profile.h"
 
+struct live;
+
 enum http_method { HM_GET = 0, HM_POST, HM_PUT, HM_DELETE, HM_PATCH, HM_HEAD, HM_OTHER };
 
 /* What the handler layer asks http.c to do next. */
@@ -45,12 +47,26 @@ enum req_phase {
     PH_SENT
 };
 
+/* How the response reaches the wire (SPEC §4 faults): whole, or lost in one of these ways. */
+enum wire {
+    WIRE_NORMAL = 0,
+    WIRE_CLOSE,     /* FIN, no bytes */
+    WIRE_RESET,     /* RST (SO_LINGER 0), no bytes */
+    WIRE_HANG,      /* held open for wire_ms, then closed, no bytes */
+    WIRE_TRUNCATE,  /* status line, headers, half the body, then closed */
+    WIRE_DRIP       /* headers at once, body spread over wire_ms */
+};
+
 struct response {
     int status;
     char *body;            /* owned */
     size_t body_len;
     bool close;            /* send Connection: close and close after */
     const char *allow;     /* static; for 405 */
+    const char *content_type; /* static; NULL = application/json, "" = none */
+    char retry_after[64];  /* Retry-After value, or "" for none */
+    enum wire wire;
+    double wire_ms;        /* WIRE_HANG, WIRE_DRIP */
 };
 
 struct request {
@@ -64,6 +80,7 @@ struct request {
     char *idem_key_raw;    /* Idempotency-Key value as received, or NULL */
     char *test_code;       /* TossPayments-Test-Code value, or NULL */
     int idem_key_count;    /* how many Idempotency-Key headers */
+    bool idem_key_folded;  /* one was folded over several lines */
     bool lang_en;          /* Accept-Language asks for English */
     bool has_content_length;
     uint64_t content_length;
@@ -82,7 +99,13 @@ struct request {
     char *secret_key;      /* accepted key */
     char *idem_key;        /* validated Idempotency-Key, or NULL */
 
+    /* Admission (router.c): counted in flight from arrival to the end of the response. */
+    bool in_flight;
+    struct live *live;     /* the profile state in force at arrival (borrowed) */
+
     /* The plan and the claim (payments.c). */
+    uint32_t attempt;
+    const struct fault *fault; /* the planned fault, or NULL (borrowed from the profile) */
     enum req_phase phase;
     int64_t hold_until_ns; /* with H_HOLD */
     double queue_latency_ms, latency_ms;
@@ -111,6 +134,13 @@ void request_error(struct request *r, const char *code, const char *message);
 /* The percent-decoded value of query parameter `name` ('+' is a space), or NULL if absent or
  * out of memory. Caller frees. */
 char *request_query(const struct request *r, const char *name);
+
+/* Set resp to an injected rejection (throttle, cap, error fault): `status`, and a body of kind
+ * `body` — json {code, message} (message NULL: the table's, in the request's language), an
+ * html page as a load balancer sends it, or empty — with `retry_after` as the Retry-After
+ * value when non-empty. */
+void request_reject(struct request *r, int status, const char *code, const char *message,
+                    enum body_kind body, const char *retry_after);
 
 /* Set resp to `status` with a body the response takes ownership of. */
 void request_respond(struct request *r, int status, char *body, size_t len);

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "router.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,8 @@
 #include "buf.h"
 #include "admin.h"
 #include "common.h"
+#include "live.h"
+#include "throttle.h"
 
 static struct gateway *gw;
 
@@ -115,7 +118,7 @@ static bool check_idem_key(struct request *r)
     size_t n = strlen(s);
     while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
         n--;
-    bool ok = r->idem_key_count == 1 && n > 0 && n <= 300;
+    bool ok = r->idem_key_count == 1 && !r->idem_key_folded && n > 0 && n <= 300;
     for (size_t i = 0; ok && i < n; i++)
         ok = (unsigned char)s[i] >= 0x21 && (unsigned char)s[i] <= 0x7e;
     if (!ok) {
@@ -227,6 +230,40 @@ static enum handler_result route(struct request *r)
     return not_found(r);
 }
 
+/* Throttle, then the concurrency cap, decided on the headers (SPEC §4), under the profile state
+ * in force now; an admitted request is counted in flight until router_on_complete. */
+static bool admit(struct request *r)
+{
+    int64_t now = now_mono_ns(), since;
+    struct live *cur = live_current(atomic_load(&gw->live), now, &since);
+    struct admission a;
+    live_admit(cur, since, &gw->flight, r->route, now, &a);
+    if (a.result == ADMIT_THROTTLED) {
+        const struct throttle *t = a.throttle;
+        char ra[64] = "";
+        retry_after_format(&t->retry_after, a.retry_after_auto_s, now_unix_us() / 1000000, ra,
+                           sizeof ra);
+        request_reject(r, t->status, t->code ? t->code : "SERVICE_UNAVAILABLE", NULL, t->body, ra);
+        return false;
+    }
+    if (a.result == ADMIT_CAPPED) {
+        const struct concurrency *c = a.cap;
+        request_reject(r, c->status, c->code ? c->code : "SERVICE_UNAVAILABLE", NULL, BODY_JSON,
+                       "");
+        return false;
+    }
+    r->in_flight = true;
+    r->live = cur;
+    return true;
+}
+
+void router_on_complete(struct request *r)
+{
+    if (r->in_flight)
+        flight_end(&gw->flight, r->route);
+    r->in_flight = false;
+}
+
 enum handler_result router_on_headers(struct request *r)
 {
     if (r->header_too_large) {
@@ -247,6 +284,8 @@ enum handler_result router_on_headers(struct request *r)
     bool v1 = r->kind == RK_CONFIRM || r->kind == RK_GET_PAYMENT || r->kind == RK_GET_ORDER ||
               r->kind == RK_CANCEL || r->kind == RK_TRANSACTIONS;
     if (v1 && !authenticate(r))
+        return H_RESPOND;
+    if (v1 && !admit(r))
         return H_RESPOND;
     if (r->has_content_length && r->content_length > gw->cfg->max_body) {
         char ko[160], en[160];

@@ -16,7 +16,7 @@ static struct profile *parse_ok(const char *text)
 {
     struct profile *p = NULL;
     char err[ERR_LEN] = "";
-    int rc = profile_parse(text, strlen(text), "t.json", &p, err);
+    int rc = profile_parse(text, strlen(text), "t.json", NULL, NULL, &p, err);
     ck_assert_msg(rc == 0, "unexpected rejection: %s", err);
     ck_assert_ptr_nonnull(p);
     return p;
@@ -27,7 +27,7 @@ static void parse_fails_with(const char *text, const char *want)
 {
     struct profile *p = (struct profile *)1;
     char err[ERR_LEN] = "";
-    int rc = profile_parse(text, strlen(text), "t.json", &p, err);
+    int rc = profile_parse(text, strlen(text), "t.json", NULL, NULL, &p, err);
     ck_assert_int_eq(rc, -1);
     ck_assert_ptr_null(p);
     ck_assert_str_eq(err, want);
@@ -38,7 +38,7 @@ static void parse_fails_at(const char *text, const char *want_prefix)
 {
     struct profile *p = (struct profile *)1;
     char err[ERR_LEN] = "";
-    int rc = profile_parse(text, strlen(text), "t.json", &p, err);
+    int rc = profile_parse(text, strlen(text), "t.json", NULL, NULL, &p, err);
     ck_assert_int_eq(rc, -1);
     ck_assert_ptr_null(p);
     ck_assert_msg(strncmp(err, want_prefix, strlen(want_prefix)) == 0,
@@ -300,21 +300,16 @@ START_TEST(test_profile_key_of_other_dist_is_rejected)
 }
 END_TEST
 
-START_TEST(test_profile_faults_not_supported_yet)
+START_TEST(test_profile_empty_faults_array_is_no_faults)
 {
-    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\n"
-                     "  \"latency\": {\"dist\": \"fixed\", \"ms\": 5},\n"
-                     "  \"faults\": []}}}",
-                     "t.json:3:3: routes.confirm.faults: not supported yet");
-}
-END_TEST
-
-START_TEST(test_profile_throttle_and_schedule_not_supported_yet)
-{
-    parse_fails_with("{\"name\": \"x\", \"routes\": {\"read\": {\"throttle\": {}}}}",
-                     "t.json:1:35: routes.read.throttle: not supported yet");
-    parse_fails_with("{\"name\": \"x\", \"schedule\": [], \"repeat\": true}",
-                     "t.json:1:15: schedule: not supported yet");
+    struct profile *p = parse_ok("{\"name\": \"x\", \"routes\": {\"confirm\": {\n"
+                                 "  \"latency\": {\"dist\": \"fixed\", \"ms\": 5},\n"
+                                 "  \"faults\": []}}}");
+    ck_assert_uint_eq(p->routes[ROUTE_CONFIRM].n_faults, 0);
+    ck_assert_ptr_null(p->routes[ROUTE_CONFIRM].faults);
+    ck_assert_int_eq(p->routes[ROUTE_CONFIRM].throttle.kind, THROTTLE_NONE);
+    ck_assert_uint_eq(p->routes[ROUTE_CONFIRM].concurrency.max_in_flight, 0);
+    profile_free(p);
 }
 END_TEST
 
@@ -446,7 +441,7 @@ START_TEST(test_profile_load_file_missing_gives_strerror)
 {
     struct profile *p = (struct profile *)1;
     char err[ERR_LEN];
-    ck_assert_int_eq(profile_load_file("/nonexistent/fakegate.json", &p, err), -1);
+    ck_assert_int_eq(profile_load_file("/nonexistent/fakegate.json", NULL, NULL, &p, err), -1);
     ck_assert_ptr_null(p);
     ck_assert_str_eq(err, "/nonexistent/fakegate.json: No such file or directory");
 }
@@ -464,7 +459,7 @@ START_TEST(test_profile_load_file_uses_path_as_origin)
 
     struct profile *p = NULL;
     char err[ERR_LEN], want[ERR_LEN];
-    ck_assert_int_eq(profile_load_file(path, &p, err), -1);
+    ck_assert_int_eq(profile_load_file(path, NULL, NULL, &p, err), -1);
     snprintf(want, sizeof(want), "%s:2:21: routes.read: expected an object", path);
     ck_assert_str_eq(err, want);
 
@@ -472,7 +467,7 @@ START_TEST(test_profile_load_file_uses_path_as_origin)
     ck_assert_ptr_nonnull(f);
     fputs(FULL, f);
     fclose(f);
-    ck_assert_int_eq(profile_load_file(path, &p, err), 0);
+    ck_assert_int_eq(profile_load_file(path, NULL, NULL, &p, err), 0);
     ck_assert_str_eq(p->name, "full_example-1");
     profile_free(p);
     unlink(path);
@@ -491,7 +486,7 @@ START_TEST(test_profile_load_file_over_one_mib_is_rejected)
     fclose(f);
     struct profile *p = NULL;
     char err[ERR_LEN], want[ERR_LEN];
-    ck_assert_int_eq(profile_load_file(path, &p, err), -1);
+    ck_assert_int_eq(profile_load_file(path, NULL, NULL, &p, err), -1);
     snprintf(want, sizeof(want), "%s: larger than 1048576 bytes, not a profile", path);
     ck_assert_str_eq(err, want);
     unlink(path);
@@ -508,6 +503,699 @@ START_TEST(test_route_names)
 }
 END_TEST
 
+/* ---- Faults, throttle, concurrency ---------------------------------------------------------- */
+
+/* SPEC §4's example, verbatim. */
+static const char SPEC_EXAMPLE[] =
+    "{\n"
+    "  \"name\": \"example\",\n"
+    "  \"description\": \"Every feature at once, to show the syntax (not a shipped profile).\",\n"
+    "  \"routes\": {\n"
+    "    \"confirm\": {\n"
+    "      \"latency\": {\"dist\": \"lognormal\", \"median_ms\": 80, \"p99_ms\": 400},\n"
+    "      \"faults\": [\n"
+    "        {\"kind\": \"drop_request\", \"p\": 0.1429, \"how\": \"hang\", \"hang_ms\": 30000},\n"
+    "        {\"kind\": \"drop_response\", \"p\": 0.02, \"how\": \"reset\"},\n"
+    "        {\"kind\": \"error\", \"p\": 0.01, \"status\": 500, \"code\":"
+    " \"FAILED_INTERNAL_SYSTEM_PROCESSING\", \"commit\": false}\n"
+    "      ],\n"
+    "      \"throttle\": {\"kind\": \"token_bucket\", \"rate_per_s\": 200, \"burst\": 50,\n"
+    "                   \"status\": 503, \"retry_after\": {\"format\": \"seconds\", \"value\": 1},"
+    " \"body\": \"json\"},\n"
+    "      \"concurrency\": {\"max_in_flight\": 40, \"status\": 503, \"code\":"
+    " \"PROVIDER_ERROR\"}\n"
+    "    },\n"
+    "    \"default\": {\"latency\": {\"dist\": \"fixed\", \"ms\": 5}}\n"
+    "  }\n"
+    "}\n";
+
+START_TEST(test_profile_spec_example_parses_with_every_value)
+{
+    struct profile *p = parse_ok(SPEC_EXAMPLE);
+    ck_assert_str_eq(p->name, "example");
+    ck_assert_str_eq(p->description,
+                     "Every feature at once, to show the syntax (not a shipped profile).");
+    ck_assert(!p->has_seed);
+    ck_assert_ptr_null(p->phases);
+    ck_assert_uint_eq(p->n_phases, 0);
+
+    const struct route_profile *c = &p->routes[ROUTE_CONFIRM];
+    ck_assert(c->present);
+    ck_assert_int_eq(c->latency.kind, DIST_LOGNORMAL);
+    ck_assert(near(c->latency.shown_a, 80) && near(c->latency.shown_b, 400));
+    ck_assert_uint_eq(c->n_faults, 3);
+
+    const struct fault *f = &c->faults[0];
+    ck_assert_int_eq(f->kind, FAULT_DROP_REQUEST);
+    ck_assert(near(f->p, 0.1429));
+    ck_assert_int_eq(f->how, HOW_HANG);
+    ck_assert(near(f->hang_ms, 30000));
+    ck_assert_uint_eq(f->n_attempts, 0);
+    ck_assert_ptr_null(f->attempts);
+    ck_assert_int_eq(f->times, -1);
+
+    f = &c->faults[1];
+    ck_assert_int_eq(f->kind, FAULT_DROP_RESPONSE);
+    ck_assert(near(f->p, 0.02));
+    ck_assert_int_eq(f->how, HOW_RESET);
+    ck_assert_int_eq(f->times, -1);
+
+    f = &c->faults[2];
+    ck_assert_int_eq(f->kind, FAULT_ERROR);
+    ck_assert(near(f->p, 0.01));
+    ck_assert_int_eq(f->status, 500);
+    ck_assert_str_eq(f->code, "FAILED_INTERNAL_SYSTEM_PROCESSING");
+    ck_assert_ptr_null(f->message);
+    ck_assert_int_eq(f->body, BODY_JSON);
+    ck_assert(!f->commit);
+    ck_assert(!f->when_before);
+    ck_assert_int_eq(f->retry_after.format, RA_NONE);
+    ck_assert_int_eq(f->times, -1);
+
+    const struct throttle *t = &c->throttle;
+    ck_assert_int_eq(t->kind, THROTTLE_TOKEN_BUCKET);
+    ck_assert(near(t->rate_per_s, 200) && near(t->burst, 50));
+    ck_assert_int_eq(t->status, 503);
+    ck_assert_str_eq(t->code, "SERVICE_UNAVAILABLE");
+    ck_assert_int_eq(t->retry_after.format, RA_SECONDS);
+    ck_assert(!t->retry_after.is_auto);
+    ck_assert_uint_eq(t->retry_after.seconds, 1);
+    ck_assert_ptr_null(t->retry_after.raw);
+    ck_assert_int_eq(t->body, BODY_JSON);
+
+    ck_assert_uint_eq(c->concurrency.max_in_flight, 40);
+    ck_assert_int_eq(c->concurrency.status, 503);
+    ck_assert_str_eq(c->concurrency.code, "PROVIDER_ERROR");
+
+    const struct route_profile *d = &p->routes[ROUTE_DEFAULT];
+    ck_assert(d->present);
+    ck_assert_int_eq(d->latency.kind, DIST_FIXED);
+    ck_assert(near(d->latency.a, 5));
+    ck_assert_uint_eq(d->n_faults, 0);
+    ck_assert_int_eq(d->throttle.kind, THROTTLE_NONE);
+    ck_assert_uint_eq(d->concurrency.max_in_flight, 0);
+    ck_assert(!p->routes[ROUTE_CANCEL].present && !p->routes[ROUTE_READ].present);
+    profile_free(p);
+}
+END_TEST
+
+START_TEST(test_profile_error_status_defaults_from_the_table)
+{
+    struct profile *p = parse_ok("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                                 " {\"kind\": \"error\", \"p\": 0.5,"
+                                 " \"code\": \"PROVIDER_ERROR\"},\n"
+                                 " {\"kind\": \"error\", \"p\": 0.5,"
+                                 " \"code\": \"FAILED_INTERNAL_SYSTEM_PROCESSING\"}]}}}");
+    const struct fault *f = p->routes[ROUTE_CONFIRM].faults;
+    ck_assert_int_eq(f[0].status, 400);
+    ck_assert_int_eq(f[1].status, 500);
+    ck_assert_ptr_null(f[0].message);
+    ck_assert_int_eq(f[0].body, BODY_JSON);
+    ck_assert(!f[0].commit && !f[0].when_before);
+    ck_assert_int_eq(f[0].retry_after.format, RA_NONE);
+    profile_free(p);
+}
+END_TEST
+
+START_TEST(test_profile_error_fault_keeps_every_key)
+{
+    struct profile *p = parse_ok(
+        "{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+        " {\"kind\": \"error\", \"p\": 0.25, \"status\": 502, \"code\": \"PROVIDER_ERROR\","
+        " \"message\": \"upstream down\", \"body\": \"html\", \"commit\": true,"
+        " \"when\": \"after\","
+        " \"retry_after\": {\"format\": \"http-date\", \"value\": 7}},\n"
+        " {\"kind\": \"error\", \"p\": 0.75, \"status\": 418, \"code\": \"MY_OWN_CODE\","
+        " \"body\": \"empty\", \"when\": \"before\", \"retry_after\": {\"format\": \"none\"}}]}}}");
+    const struct fault *f = p->routes[ROUTE_CONFIRM].faults;
+    ck_assert_int_eq(f[0].status, 502);
+    ck_assert_str_eq(f[0].code, "PROVIDER_ERROR");
+    ck_assert_str_eq(f[0].message, "upstream down");
+    ck_assert_int_eq(f[0].body, BODY_HTML);
+    ck_assert(f[0].commit && !f[0].when_before);
+    ck_assert_int_eq(f[0].retry_after.format, RA_HTTP_DATE);
+    ck_assert(!f[0].retry_after.is_auto);
+    ck_assert_uint_eq(f[0].retry_after.seconds, 7);
+    ck_assert_int_eq(f[1].status, 418);
+    ck_assert_str_eq(f[1].code, "MY_OWN_CODE");
+    ck_assert_int_eq(f[1].body, BODY_EMPTY);
+    ck_assert(!f[1].commit && f[1].when_before);
+    ck_assert_int_eq(f[1].retry_after.format, RA_NONE);
+    profile_free(p);
+}
+END_TEST
+
+START_TEST(test_profile_fault_attempts_times_and_hang_default)
+{
+    struct profile *p = parse_ok(
+        "{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+        " {\"kind\": \"drop_response\", \"p\": 1, \"how\": \"hang\", \"attempts\": [1, 3],"
+        " \"times\": 2}]},\n"
+        " \"read\": {\"faults\": [{\"kind\": \"drip\", \"p\": 0.5, \"duration_ms\": 1500.5},\n"
+        " {\"kind\": \"drop_request\", \"p\": 0.5, \"how\": \"close\", \"times\": 0}]}}}");
+    const struct fault *f = &p->routes[ROUTE_CONFIRM].faults[0];
+    ck_assert_int_eq(f->kind, FAULT_DROP_RESPONSE);
+    ck_assert_int_eq(f->how, HOW_HANG);
+    ck_assert(near(f->hang_ms, 30000));
+    ck_assert_uint_eq(f->n_attempts, 2);
+    ck_assert_uint_eq(f->attempts[0], 1);
+    ck_assert_uint_eq(f->attempts[1], 3);
+    ck_assert_int_eq(f->times, 2);
+    const struct fault *r = p->routes[ROUTE_READ].faults;
+    ck_assert_int_eq(r[0].kind, FAULT_DRIP);
+    ck_assert(near(r[0].duration_ms, 1500.5));
+    ck_assert_int_eq(r[0].times, -1);
+    ck_assert_uint_eq(r[0].n_attempts, 0);
+    ck_assert_int_eq(r[1].how, HOW_CLOSE);
+    ck_assert_int_eq(r[1].times, 0);
+    profile_free(p);
+}
+END_TEST
+
+START_TEST(test_profile_scripted_attempts_may_each_have_p_1)
+{
+    /* Eligible faults are drawn against per attempt, so p: 1 on attempts 1 and 2 is fine. */
+    struct profile *p = parse_ok(
+        "{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+        " {\"kind\": \"drop_request\", \"p\": 1, \"how\": \"reset\", \"attempts\": [1]},\n"
+        " {\"kind\": \"error\", \"p\": 1, \"code\": \"PROVIDER_ERROR\", \"attempts\": [2]}]}}}");
+    ck_assert_uint_eq(p->routes[ROUTE_CONFIRM].n_faults, 2);
+    profile_free(p);
+}
+END_TEST
+
+START_TEST(test_profile_p_sum_over_one_points_at_the_tipping_fault)
+{
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"drop_request\", \"p\": 0.6, \"how\": \"reset\"},\n"
+                     " {\"kind\": \"drop_response\", \"p\": 0.3, \"how\": \"reset\"},\n"
+                     " {\"kind\": \"drip\", \"p\": 0.2, \"duration_ms\": 10}]}}}",
+                     "t.json:4:24: routes.confirm.faults[2].p: the faults' p sum to 1.1, more"
+                     " than 1");
+}
+END_TEST
+
+START_TEST(test_profile_p_sum_is_checked_per_attempt)
+{
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"drop_request\", \"p\": 1, \"how\": \"reset\","
+                     " \"attempts\": [1, 2]},\n"
+                     " {\"kind\": \"drop_response\", \"p\": 0.5, \"how\": \"reset\","
+                     " \"attempts\": [3, 2]}]}}}",
+                     "t.json:3:33: routes.confirm.faults[1].p: the faults' p for attempt 2 sum"
+                     " to 1.5, more than 1");
+    /* A fault without attempts adds to every attempt's sum. */
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"drop_request\", \"p\": 0.9, \"how\": \"reset\","
+                     " \"attempts\": [4]},\n"
+                     " {\"kind\": \"drip\", \"p\": 0.2, \"duration_ms\": 10}]}}}",
+                     "t.json:3:24: routes.confirm.faults[1].p: the faults' p for attempt 4 sum"
+                     " to 1.1, more than 1");
+}
+END_TEST
+
+START_TEST(test_profile_p_outside_zero_one_is_rejected)
+{
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"drip\", \"p\": 1.5, \"duration_ms\": 10}]}}}",
+                     "t.json:2:24: routes.confirm.faults[0].p: expected a probability in [0, 1]");
+    parse_fails_at("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                   " {\"kind\": \"drip\", \"p\": -0.1, \"duration_ms\": 10}]}}}",
+                   "t.json:2:24: ");
+    parse_fails_at("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                   " {\"kind\": \"drip\", \"p\": \"0.1\", \"duration_ms\": 10}]}}}",
+                   "t.json:2:24: ");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"drip\", \"duration_ms\": 10}]}}}",
+                     "t.json:2:2: routes.confirm.faults[0]: missing \"p\"");
+}
+END_TEST
+
+START_TEST(test_profile_commit_with_when_before_is_rejected)
+{
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"error\", \"p\": 0.1, \"code\": \"PROVIDER_ERROR\",\n"
+                     "  \"when\": \"before\", \"commit\": true}]}}}",
+                     "t.json:3:31: commit: true is only valid with when: after");
+}
+END_TEST
+
+START_TEST(test_profile_truncate_on_drop_request_is_rejected)
+{
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"drop_request\", \"p\": 0.1, \"how\": \"truncate\"}]}}}",
+                     "t.json:2:44: routes.confirm.faults[0].how: truncate is only valid for"
+                     " drop_response");
+    struct profile *p = parse_ok("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                                 " {\"kind\": \"drop_response\", \"p\": 0.1,"
+                                 " \"how\": \"truncate\"}]}}}");
+    ck_assert_int_eq(p->routes[ROUTE_CONFIRM].faults[0].how, HOW_TRUNCATE);
+    profile_free(p);
+}
+END_TEST
+
+START_TEST(test_profile_key_of_another_fault_kind_is_unknown)
+{
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"error\", \"p\": 0.1, \"code\": \"PROVIDER_ERROR\",\n"
+                     "  \"hang_ms\": 5}]}}}",
+                     "t.json:3:3: unknown key \"hang_ms\"");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"drip\", \"p\": 0.1, \"duration_ms\": 5,"
+                     " \"how\": \"close\"}]}}}",
+                     "t.json:2:47: unknown key \"how\"");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"drop_request\", \"p\": 0.1, \"how\": \"close\","
+                     " \"hang_ms\": 5}]}}}",
+                     "t.json:2:53: hang_ms is only valid with how: hang");
+}
+END_TEST
+
+START_TEST(test_profile_bad_fault_kind_and_how_are_rejected)
+{
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"timeout\", \"p\": 0.1}]}}}",
+                     "t.json:2:11: routes.confirm.faults[0].kind: expected \"error\","
+                     " \"drop_request\", \"drop_response\" or \"drip\"");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"p\": 0.1}]}}}",
+                     "t.json:2:2: routes.confirm.faults[0]: missing \"kind\"");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"drop_response\", \"p\": 0.1, \"how\": \"rst\"}]}}}",
+                     "t.json:2:45: routes.confirm.faults[0].how: expected \"close\", \"reset\","
+                     " \"hang\" or \"truncate\"");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": {}}}}",
+                     "t.json:1:48: routes.confirm.faults: expected an array of faults");
+}
+END_TEST
+
+START_TEST(test_profile_bad_attempts_and_times_are_rejected)
+{
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"drip\", \"p\": 1, \"duration_ms\": 5, \"attempts\": []}]}}}",
+                     "t.json:2:57: routes.confirm.faults[0].attempts: must not be empty (leave"
+                     " it out to fire on every attempt)");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"drip\", \"p\": 1, \"duration_ms\": 5,"
+                     " \"attempts\": [1, 0]}]}}}",
+                     "t.json:2:61: routes.confirm.faults[0].attempts[1]: expected a positive"
+                     " integer (an attempt number)");
+    parse_fails_at("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                   " {\"kind\": \"drip\", \"p\": 1, \"duration_ms\": 5, \"attempts\": [1.5]}]}}}",
+                   "t.json:2:58: ");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"drip\", \"p\": 1, \"duration_ms\": 5,"
+                     " \"attempts\": [2, 2]}]}}}",
+                     "t.json:2:61: routes.confirm.faults[0].attempts[1]: attempt 2 is listed"
+                     " twice");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"drip\", \"p\": 1, \"duration_ms\": 5, \"times\": -1}]}}}",
+                     "t.json:2:54: routes.confirm.faults[0].times: expected a non-negative"
+                     " integer");
+}
+END_TEST
+
+START_TEST(test_profile_error_fault_code_and_status_are_validated)
+{
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"error\", \"p\": 0.1, \"code\": \"NO_SUCH_CODE\"}]}}}",
+                     "t.json:2:38: routes.confirm.faults[0].code: \"NO_SUCH_CODE\" is not in the"
+                     " error table, so \"status\" is required");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"error\", \"p\": 0.1, \"code\": \"provider_error\"}]}}}",
+                     "t.json:2:38: routes.confirm.faults[0].code: expected an error code"
+                     " ([A-Z0-9_]+)");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"error\", \"p\": 0.1}]}}}",
+                     "t.json:2:2: routes.confirm.faults[0]: missing \"code\"");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"error\", \"p\": 0.1, \"code\": \"PROVIDER_ERROR\","
+                     " \"status\": 302}]}}}",
+                     "t.json:2:66: routes.confirm.faults[0].status: expected an HTTP status in"
+                     " 400..599");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"error\", \"p\": 0.1, \"code\": \"PROVIDER_ERROR\","
+                     " \"when\": \"later\"}]}}}",
+                     "t.json:2:64: routes.confirm.faults[0].when: expected \"after\" or"
+                     " \"before\"");
+}
+END_TEST
+
+START_TEST(test_profile_absurd_fault_durations_are_rejected)
+{
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"drop_request\", \"p\": 0.1, \"how\": \"hang\","
+                     " \"hang_ms\": 86400001}]}}}",
+                     "t.json:2:63: routes.confirm.faults[0].hang_ms: must be at most 86400000 ms"
+                     " (one day)");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"drip\", \"p\": 0.1, \"duration_ms\": 0}]}}}",
+                     "t.json:2:44: routes.confirm.faults[0].duration_ms: must be greater than 0");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"drop_request\", \"p\": 0.1, \"how\": \"hang\","
+                     " \"hang_ms\": -1}]}}}",
+                     "t.json:2:63: routes.confirm.faults[0].hang_ms: must not be negative");
+}
+END_TEST
+
+START_TEST(test_profile_throttle_window_defaults)
+{
+    struct profile *p = parse_ok(
+        "{\"name\": \"x\", \"routes\": {\"confirm\": {\"throttle\": {\"kind\": \"window\","
+        " \"period_s\": 60, \"throttled_s\": 7.5}},\n"
+        " \"cancel\": {\"throttle\": {\"kind\": \"token_bucket\", \"rate_per_s\": 0.5,"
+        " \"burst\": 1, \"status\": 429, \"body\": \"html\"},"
+        " \"concurrency\": {\"max_in_flight\": 1}}}}");
+    const struct throttle *t = &p->routes[ROUTE_CONFIRM].throttle;
+    ck_assert_int_eq(t->kind, THROTTLE_WINDOW);
+    ck_assert(near(t->period_s, 60) && near(t->throttled_s, 7.5) && near(t->offset_s, 0));
+    ck_assert_int_eq(t->status, 503);
+    ck_assert_str_eq(t->code, "SERVICE_UNAVAILABLE");
+    ck_assert_int_eq(t->retry_after.format, RA_SECONDS);
+    ck_assert(t->retry_after.is_auto);
+    ck_assert_int_eq(t->body, BODY_JSON);
+    t = &p->routes[ROUTE_CANCEL].throttle;
+    ck_assert_int_eq(t->kind, THROTTLE_TOKEN_BUCKET);
+    ck_assert(near(t->rate_per_s, 0.5) && near(t->burst, 1));
+    ck_assert_int_eq(t->status, 429);
+    ck_assert_str_eq(t->code, "TOO_MANY_REQUESTS");
+    ck_assert_int_eq(t->body, BODY_HTML);
+    const struct concurrency *cc = &p->routes[ROUTE_CANCEL].concurrency;
+    ck_assert_uint_eq(cc->max_in_flight, 1);
+    ck_assert_int_eq(cc->status, 503);
+    ck_assert_str_eq(cc->code, "SERVICE_UNAVAILABLE");
+    profile_free(p);
+}
+END_TEST
+
+START_TEST(test_profile_retry_after_forms)
+{
+    struct profile *p = parse_ok(
+        "{\"name\": \"x\", \"routes\": {\n"
+        " \"confirm\": {\"throttle\": {\"kind\": \"window\", \"period_s\": 10, \"throttled_s\": 10,"
+        " \"offset_s\": 2.5, \"code\": \"MY_CODE\","
+        " \"retry_after\": {\"format\": \"seconds\", \"value\": 2147483647}}},\n"
+        " \"cancel\": {\"throttle\": {\"kind\": \"window\", \"period_s\": 10, \"throttled_s\": 1,"
+        " \"retry_after\": {\"format\": \"raw\", \"value\": \"1.5\"}}},\n"
+        " \"read\": {\"throttle\": {\"kind\": \"window\", \"period_s\": 10, \"throttled_s\": 1,"
+        " \"retry_after\": {\"format\": \"http-date\", \"value\": \"auto\"}}},\n"
+        " \"default\": {\"throttle\": {\"kind\": \"window\", \"period_s\": 10, \"throttled_s\": 1,"
+        " \"retry_after\": {\"format\": \"none\"}}}}}");
+    const struct throttle *t = &p->routes[ROUTE_CONFIRM].throttle;
+    ck_assert(near(t->offset_s, 2.5));
+    ck_assert_str_eq(t->code, "MY_CODE");
+    ck_assert_int_eq(t->retry_after.format, RA_SECONDS);
+    ck_assert(!t->retry_after.is_auto);
+    ck_assert_uint_eq(t->retry_after.seconds, 2147483647u);
+    t = &p->routes[ROUTE_CANCEL].throttle;
+    ck_assert_int_eq(t->retry_after.format, RA_RAW);
+    ck_assert_str_eq(t->retry_after.raw, "1.5");
+    t = &p->routes[ROUTE_READ].throttle;
+    ck_assert_int_eq(t->retry_after.format, RA_HTTP_DATE);
+    ck_assert(t->retry_after.is_auto);
+    ck_assert_int_eq(p->routes[ROUTE_DEFAULT].throttle.retry_after.format, RA_NONE);
+    profile_free(p);
+}
+END_TEST
+
+START_TEST(test_profile_retry_after_above_int32_is_rejected)
+{
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"throttle\": {\"kind\":"
+                     " \"window\",\n"
+                     " \"period_s\": 10, \"throttled_s\": 1,\n"
+                     " \"retry_after\": {\"format\": \"seconds\", \"value\": 2147483648}}}}}",
+                     "t.json:3:48: routes.confirm.throttle.retry_after.value: Retry-After above"
+                     " 2^31-1");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"faults\": [\n"
+                     " {\"kind\": \"error\", \"p\": 0.1, \"code\": \"PROVIDER_ERROR\",\n"
+                     "  \"retry_after\": {\"format\": \"seconds\", \"value\": 1.5}}]}}}",
+                     "t.json:3:49: routes.confirm.faults[0].retry_after.value: expected whole"
+                     " seconds (0..2147483647) or \"auto\" (format \"raw\" sends anything else)");
+}
+END_TEST
+
+START_TEST(test_profile_bad_retry_after_objects_are_rejected)
+{
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"throttle\": {\"kind\":"
+                     " \"window\", \"period_s\": 10, \"throttled_s\": 1,\n"
+                     " \"retry_after\": {\"format\": \"raw\", \"value\": \"1\\r\\nX: y\"}}}}}",
+                     "t.json:2:44: routes.confirm.throttle.retry_after.value: must be printable"
+                     " ASCII (no CR, LF or control bytes)");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"throttle\": {\"kind\":"
+                     " \"window\", \"period_s\": 10, \"throttled_s\": 1,\n"
+                     " \"retry_after\": {\"format\": \"raw\"}}}}}",
+                     "t.json:2:17: routes.confirm.throttle.retry_after: missing \"value\" (the"
+                     " header's bytes)");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"throttle\": {\"kind\":"
+                     " \"window\", \"period_s\": 10, \"throttled_s\": 1,\n"
+                     " \"retry_after\": {\"format\": \"none\", \"value\": 3}}}}}",
+                     "t.json:2:36: format \"none\" sends no header and takes no value");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"throttle\": {\"kind\":"
+                     " \"window\", \"period_s\": 10, \"throttled_s\": 1,\n"
+                     " \"retry_after\": {\"value\": 3}}}}}",
+                     "t.json:2:17: routes.confirm.throttle.retry_after: missing \"format\"");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"throttle\": {\"kind\":"
+                     " \"window\", \"period_s\": 10, \"throttled_s\": 1,\n"
+                     " \"retry_after\": {\"format\": \"seconds\", \"vlaue\": 3}}}}}",
+                     "t.json:2:39: unknown key \"vlaue\" (did you mean \"value\"?)");
+}
+END_TEST
+
+START_TEST(test_profile_throttle_status_500_is_rejected)
+{
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"throttle\": {\n"
+                     "  \"kind\": \"token_bucket\", \"rate_per_s\": 1, \"burst\": 1,"
+                     " \"status\": 500}}}}",
+                     "t.json:2:66: routes.confirm.throttle.status: expected 503 or 429");
+}
+END_TEST
+
+START_TEST(test_profile_bad_throttle_values_are_rejected)
+{
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"throttle\": {\n"
+                     "  \"kind\": \"token_bucket\", \"rate_per_s\": 0, \"burst\": 1}}}}",
+                     "t.json:2:41: routes.confirm.throttle.rate_per_s: must be greater than 0");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"throttle\": {\n"
+                     "  \"kind\": \"token_bucket\", \"rate_per_s\": 1, \"burst\": 0.5}}}}",
+                     "t.json:2:53: routes.confirm.throttle.burst: must be at least 1");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"throttle\": {\n"
+                     "  \"kind\": \"window\", \"period_s\": 10, \"throttled_s\": 11}}}}",
+                     "t.json:2:52: routes.confirm.throttle.throttled_s: must not be more than"
+                     " period_s (11 > 10)");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"throttle\": {\n"
+                     "  \"kind\": \"window\", \"period_s\": 86401, \"throttled_s\": 1}}}}",
+                     "t.json:2:33: routes.confirm.throttle.period_s: must be at most 86400 s"
+                     " (one day)");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"throttle\": {\n"
+                     "  \"kind\": \"window\", \"period_s\": 10, \"throttled_s\": 1,"
+                     " \"offset_s\": -1}}}}",
+                     "t.json:2:67: routes.confirm.throttle.offset_s: must not be negative");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"throttle\": {\n"
+                     "  \"kind\": \"window\", \"period_s\": 10, \"throttled_s\": 1,"
+                     " \"rate_per_s\": 1}}}}",
+                     "t.json:2:55: unknown key \"rate_per_s\"");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"throttle\": {\n"
+                     "  \"kind\": \"leaky_bucket\"}}}}",
+                     "t.json:2:11: routes.confirm.throttle.kind: expected \"token_bucket\" or"
+                     " \"window\"");
+}
+END_TEST
+
+START_TEST(test_profile_bad_concurrency_is_rejected)
+{
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"concurrency\":\n"
+                     "  {\"max_in_flight\": 0}}}}",
+                     "t.json:2:21: routes.confirm.concurrency.max_in_flight: expected a positive"
+                     " integer");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"concurrency\":\n"
+                     "  {\"max_in_flight\": 5, \"status\": 302}}}}",
+                     "t.json:2:34: routes.confirm.concurrency.status: expected an HTTP status in"
+                     " 400..599");
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"confirm\": {\"concurrency\":\n"
+                     "  {\"status\": 503}}}}",
+                     "t.json:2:3: routes.confirm.concurrency: missing \"max_in_flight\"");
+}
+END_TEST
+
+/* ---- Schedules ------------------------------------------------------------------------------ */
+
+/* Knows "normal" (a plain profile) and "dawn" (a schedule); anything else is missing. "self" is a
+ * schedule naming itself, parsed with this resolver again (the recursion guard's test). */
+static int test_resolve(const char *name, struct profile **out, char err[ERR_LEN], void *ctx)
+{
+    int *calls = ctx;
+    (*calls)++;
+    const char *text = NULL;
+    if (strcmp(name, "normal") == 0)
+        text = "{\"name\": \"normal\", \"routes\": {\"default\": {\"latency\":"
+               " {\"dist\": \"fixed\", \"ms\": 5}}}}";
+    else if (strcmp(name, "dawn") == 0)
+        text = "{\"name\": \"dawn\", \"schedule\": [{\"for_s\": 1, \"profile\":"
+               " {\"name\": \"a\", \"routes\": {}}}]}";
+    else if (strcmp(name, "self") == 0)
+        text = "{\"name\": \"self\", \"schedule\": [{\"for_s\": 1, \"profile\": \"self\"}]}";
+    if (text == NULL) {
+        snprintf(err, ERR_LEN, "no profile \"%s\" (looked in test/)", name);
+        return -1;
+    }
+    return profile_parse(text, strlen(text), name, test_resolve, ctx, out, err);
+}
+
+static void schedule_fails_with(const char *text, const char *want)
+{
+    struct profile *p = (struct profile *)1;
+    char err[ERR_LEN] = "";
+    int calls = 0;
+    int rc = profile_parse(text, strlen(text), "t.json", test_resolve, &calls, &p, err);
+    ck_assert_int_eq(rc, -1);
+    ck_assert_ptr_null(p);
+    ck_assert_str_eq(err, want);
+}
+
+START_TEST(test_profile_schedule_with_inline_and_named_phases)
+{
+    static const char text[] =
+        "{\"name\": \"flapping\", \"seed\": 7, \"repeat\": true, \"schedule\": [\n"
+        "  {\"for_s\": 30, \"profile\": \"normal\"},\n"
+        "  {\"for_s\": 10.5, \"profile\": {\"name\": \"down\", \"routes\": {\"confirm\":"
+        " {\"faults\": [{\"kind\": \"error\", \"p\": 1, \"code\": \"PROVIDER_ERROR\"}]}}}}\n"
+        "]}";
+    struct profile *p = NULL;
+    char err[ERR_LEN] = "";
+    int calls = 0;
+    ck_assert_msg(profile_parse(text, strlen(text), "t.json", test_resolve, &calls, &p, err) == 0,
+                  "unexpected rejection: %s", err);
+    ck_assert_int_eq(calls, 1);
+    ck_assert_str_eq(p->name, "flapping");
+    ck_assert(p->has_seed);
+    ck_assert_uint_eq(p->seed, 7);
+    ck_assert(p->repeat);
+    ck_assert_uint_eq(p->n_phases, 2);
+    ck_assert(near(p->phases[0].for_s, 30));
+    ck_assert_str_eq(p->phases[0].profile->name, "normal");
+    ck_assert(near(p->phases[0].profile->routes[ROUTE_DEFAULT].latency.a, 5));
+    ck_assert(near(p->phases[1].for_s, 10.5));
+    ck_assert_str_eq(p->phases[1].profile->name, "down");
+    ck_assert_ptr_null(p->phases[1].profile->phases);
+    ck_assert_int_eq(p->phases[1].profile->routes[ROUTE_CONFIRM].faults[0].status, 400);
+    for (int r = 0; r < ROUTE_COUNT; r++)
+        ck_assert(!p->routes[r].present);
+    profile_free(p);
+}
+END_TEST
+
+START_TEST(test_profile_schedule_repeat_defaults_to_false)
+{
+    static const char text[] =
+        "{\"name\": \"once\", \"schedule\": [{\"for_s\": 1, \"profile\": \"normal\"}]}";
+    struct profile *p = NULL;
+    char err[ERR_LEN] = "";
+    int calls = 0;
+    ck_assert_int_eq(profile_parse(text, strlen(text), "t.json", test_resolve, &calls, &p, err),
+                     0);
+    ck_assert(!p->repeat);
+    ck_assert_uint_eq(p->n_phases, 1);
+    profile_free(p);
+}
+END_TEST
+
+START_TEST(test_profile_schedule_unknown_phase_name_is_rejected_at_its_value)
+{
+    schedule_fails_with("{\"name\": \"s\", \"schedule\": [\n"
+                        "  {\"for_s\": 30, \"profile\": \"normal\"},\n"
+                        "  {\"for_s\": 10, \"profile\": \"outgae\"}]}",
+                        "t.json:3:28: schedule[1].profile: no profile \"outgae\" (looked in"
+                        " test/)");
+}
+END_TEST
+
+START_TEST(test_profile_schedule_by_name_without_resolver_is_rejected)
+{
+    parse_fails_with("{\"name\": \"s\", \"schedule\": [\n"
+                     "  {\"for_s\": 30, \"profile\": \"normal\"}]}",
+                     "t.json:2:28: schedule[0].profile: schedule phases by name need a profiles"
+                     " directory");
+}
+END_TEST
+
+START_TEST(test_profile_nested_schedule_is_rejected)
+{
+    /* Inline. */
+    schedule_fails_with("{\"name\": \"s\", \"schedule\": [\n"
+                        "  {\"for_s\": 30, \"profile\": {\"name\": \"t\",\n"
+                        "     \"schedule\": [{\"for_s\": 1, \"profile\": \"normal\"}]}}]}",
+                        "t.json:3:6: schedule[0].profile.schedule: a schedule phase cannot itself"
+                        " be a schedule");
+    /* By name: the resolver loads a schedule. */
+    schedule_fails_with("{\"name\": \"s\", \"schedule\": [\n"
+                        "  {\"for_s\": 30, \"profile\": \"dawn\"}]}",
+                        "t.json:2:28: schedule[0].profile: dawn:1:18: schedule: a schedule phase"
+                        " cannot itself be a schedule");
+    /* A schedule naming itself stops at the second level instead of recursing. */
+    schedule_fails_with("{\"name\": \"self\", \"schedule\": [\n"
+                        "  {\"for_s\": 30, \"profile\": \"self\"}]}",
+                        "t.json:2:28: schedule[0].profile: self:1:18: schedule: a schedule phase"
+                        " cannot itself be a schedule");
+}
+END_TEST
+
+START_TEST(test_profile_schedule_shape_is_validated)
+{
+    schedule_fails_with("{\"name\": \"s\", \"routes\": {},\n \"schedule\": []}",
+                        "t.json:2:2: schedule: a profile has either \"routes\" or \"schedule\","
+                        " not both");
+    schedule_fails_with("{\"name\": \"s\", \"schedule\": []}",
+                        "t.json:1:27: schedule: a schedule needs at least one phase");
+    schedule_fails_with("{\"name\": \"s\", \"schedule\": [\n"
+                        "  {\"for_s\": 0, \"profile\": \"normal\"}]}",
+                        "t.json:2:13: schedule[0].for_s: must be greater than 0");
+    schedule_fails_with("{\"name\": \"s\", \"schedule\": [\n"
+                        "  {\"for_s\": 86401, \"profile\": \"normal\"}]}",
+                        "t.json:2:13: schedule[0].for_s: must be at most 86400 s (one day)");
+    schedule_fails_with("{\"name\": \"s\", \"schedule\": [\n"
+                        "  {\"for_s\": 1, \"profile\": \"../etc/passwd\"}]}",
+                        "t.json:2:27: schedule[0].profile: \"../etc/passwd\" is not a valid name"
+                        " ([a-z0-9_-]{1,64})");
+    schedule_fails_with("{\"name\": \"s\", \"schedule\": [\n"
+                        "  {\"for_s\": 1, \"profile\": 3}]}",
+                        "t.json:2:27: schedule[0].profile: expected a profile name or an inline"
+                        " profile object");
+    schedule_fails_with("{\"name\": \"s\", \"schedule\": [\n"
+                        "  {\"for_s\": 1}]}",
+                        "t.json:2:3: schedule[0]: missing \"profile\"");
+    schedule_fails_with("{\"name\": \"s\", \"schedule\": [\n"
+                        "  {\"for_s\": 1, \"profile\": \"normal\", \"repeat\": true}]}",
+                        "t.json:2:37: unknown key \"repeat\"");
+    schedule_fails_with("{\"name\": \"s\", \"routes\": {},\n \"repeat\": true}",
+                        "t.json:2:2: repeat: only a schedule can repeat");
+    schedule_fails_with("{\"name\": \"s\","
+                        " \"schedule\": [{\"for_s\": 1, \"profile\": \"normal\"}],\n"
+                        " \"idempotency\": {\"on_body_mismatch\": \"reject\"}}",
+                        "t.json:2:2: idempotency: a schedule takes \"idempotency\" from its"
+                        " phases' profiles");
+    schedule_fails_with("{\"schedule\": [{\"for_s\": 1, \"profile\": \"normal\"}]}",
+                        "t.json:1:1: missing required key \"name\"");
+}
+END_TEST
+
+START_TEST(test_profile_inline_phase_errors_are_located_inside_it)
+{
+    schedule_fails_with("{\"name\": \"s\", \"schedule\": [\n"
+                        "  {\"for_s\": 1, \"profile\": {\"name\": \"a\","
+                        " \"routes\": {\"confirm\":\n"
+                        "    {\"faults\": [{\"kind\": \"drip\", \"p\": 2,"
+                        " \"duration_ms\": 1}]}}}}]}",
+                        "t.json:3:39: schedule[0].profile.routes.confirm.faults[0].p: expected a"
+                        " probability in [0, 1]");
+    schedule_fails_with("{\"name\": \"s\", \"schedule\": [\n"
+                        "  {\"for_s\": 1, \"profile\": {\"routes\": {}}}]}",
+                        "t.json:2:27: schedule[0].profile: missing required key \"name\"");
+    schedule_fails_with("{\"name\": \"s\", \"schedule\": [\n"
+                        "  {\"for_s\": 1, \"profile\": {\"name\": \"a\"}}]}",
+                        "t.json:2:27: schedule[0].profile: missing required key \"routes\"");
+}
+END_TEST
+
 static Suite *profile_suite(void)
 {
     Suite *s = suite_create("profile");
@@ -520,6 +1208,7 @@ static Suite *profile_suite(void)
     tcase_add_test(ok, test_profile_mixture_weights_are_normalised);
     tcase_add_test(ok, test_profile_name_validity_rules);
     tcase_add_test(ok, test_route_names);
+    tcase_add_test(ok, test_profile_empty_faults_array_is_no_faults);
     suite_add_tcase(s, ok);
 
     TCase *bad = tcase_create("rejections");
@@ -538,8 +1227,6 @@ static Suite *profile_suite(void)
     tcase_add_test(bad, test_profile_unknown_dist_is_rejected_at_value);
     tcase_add_test(bad, test_profile_dist_missing_is_rejected_at_object);
     tcase_add_test(bad, test_profile_key_of_other_dist_is_rejected);
-    tcase_add_test(bad, test_profile_faults_not_supported_yet);
-    tcase_add_test(bad, test_profile_throttle_and_schedule_not_supported_yet);
     tcase_add_test(bad, test_profile_mixture_zero_weight_is_rejected_at_weight);
     tcase_add_test(bad, test_profile_mixture_empty_is_rejected);
     tcase_add_test(bad, test_profile_nested_mixture_is_rejected);
@@ -554,6 +1241,44 @@ static Suite *profile_suite(void)
     tcase_add_test(bad, test_profile_bad_on_body_mismatch_is_rejected);
     tcase_add_test(bad, test_profile_columns_count_bytes);
     suite_add_tcase(s, bad);
+
+    TCase *faults = tcase_create("faults");
+    tcase_add_test(faults, test_profile_spec_example_parses_with_every_value);
+    tcase_add_test(faults, test_profile_error_status_defaults_from_the_table);
+    tcase_add_test(faults, test_profile_error_fault_keeps_every_key);
+    tcase_add_test(faults, test_profile_fault_attempts_times_and_hang_default);
+    tcase_add_test(faults, test_profile_scripted_attempts_may_each_have_p_1);
+    tcase_add_test(faults, test_profile_p_sum_over_one_points_at_the_tipping_fault);
+    tcase_add_test(faults, test_profile_p_sum_is_checked_per_attempt);
+    tcase_add_test(faults, test_profile_p_outside_zero_one_is_rejected);
+    tcase_add_test(faults, test_profile_commit_with_when_before_is_rejected);
+    tcase_add_test(faults, test_profile_truncate_on_drop_request_is_rejected);
+    tcase_add_test(faults, test_profile_key_of_another_fault_kind_is_unknown);
+    tcase_add_test(faults, test_profile_bad_fault_kind_and_how_are_rejected);
+    tcase_add_test(faults, test_profile_bad_attempts_and_times_are_rejected);
+    tcase_add_test(faults, test_profile_error_fault_code_and_status_are_validated);
+    tcase_add_test(faults, test_profile_absurd_fault_durations_are_rejected);
+    suite_add_tcase(s, faults);
+
+    TCase *thr = tcase_create("throttle");
+    tcase_add_test(thr, test_profile_throttle_window_defaults);
+    tcase_add_test(thr, test_profile_retry_after_forms);
+    tcase_add_test(thr, test_profile_retry_after_above_int32_is_rejected);
+    tcase_add_test(thr, test_profile_bad_retry_after_objects_are_rejected);
+    tcase_add_test(thr, test_profile_throttle_status_500_is_rejected);
+    tcase_add_test(thr, test_profile_bad_throttle_values_are_rejected);
+    tcase_add_test(thr, test_profile_bad_concurrency_is_rejected);
+    suite_add_tcase(s, thr);
+
+    TCase *sched = tcase_create("schedules");
+    tcase_add_test(sched, test_profile_schedule_with_inline_and_named_phases);
+    tcase_add_test(sched, test_profile_schedule_repeat_defaults_to_false);
+    tcase_add_test(sched, test_profile_schedule_unknown_phase_name_is_rejected_at_its_value);
+    tcase_add_test(sched, test_profile_schedule_by_name_without_resolver_is_rejected);
+    tcase_add_test(sched, test_profile_nested_schedule_is_rejected);
+    tcase_add_test(sched, test_profile_schedule_shape_is_validated);
+    tcase_add_test(sched, test_profile_inline_phase_errors_are_located_inside_it);
+    suite_add_tcase(s, sched);
 
     TCase *file = tcase_create("files");
     tcase_add_test(file, test_profile_load_file_missing_gives_strerror);

@@ -1,0 +1,675 @@
+/* check_idempotency.c -- black-box tests of fakegate's idempotency edges (SPEC §3) and of the
+ * header / body limits and Idempotency-Key bytes of SPEC §2 and §7: a client that leaves during a
+ * latency, body mismatch (replay / reject), TTL expiry, stored business errors, 431 and 413.
+ * Each test starts its own server on port 0 through the harness. Waits poll a condition with a
+ * bound; the one deliberate wait is the TTL test's, the behaviour under test. */
+#define _GNU_SOURCE
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "harness.h"
+
+#define CONFIRM_PATH "/v1/payments/confirm"
+#define MS (1000000LL) /* ns per ms */
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static fg_server *start_server(const fg_opts *o)
+{
+    char err[FG_ERR_LEN];
+    fg_server *s = fg_start(o, err);
+    ck_assert_msg(s != NULL, "fg_start: %s", err);
+    return s;
+}
+
+static fg_server *start_with_profile(const char *profile_json)
+{
+    fg_opts o = {.profile_json = profile_json};
+    return start_server(&o);
+}
+
+static void stop_server(fg_server *s)
+{
+    int st = fg_stop(s);
+    if (st != 0) {
+        char *e = fg_server_stderr(s);
+        ck_assert_msg(st == 0, "fakegate exited with %d after SIGTERM; stderr: %.3000s", st, e);
+        free(e);
+    }
+    fg_free(s);
+}
+
+#define assert_error(r, status, code) assert_error_at(__LINE__, (r), (status), (code))
+#define assert_status(r, status) assert_status_at(__LINE__, (r), (status))
+
+/* The response is a Toss error {code, message} with this status and code. */
+static void assert_error_at(int line, const fg_response *r, long status, const char *code)
+{
+    ck_assert_msg(r->curl_code == CURLE_OK, "line %d: no response: %s", line, r->curl_error);
+    const char *got = fg_error_code(r);
+    ck_assert_msg(r->status == status && got != NULL && strcmp(got, code) == 0,
+                  "line %d: want %ld %s, got %ld %.400s", line, status, code, r->status, r->body);
+    const char *msg = fg_json_str(r->json, "message");
+    ck_assert_msg(msg != NULL && msg[0] != '\0', "line %d: error without a message: %.400s", line,
+                  r->body);
+    ck_assert_msg(strncmp(r->content_type, "application/json", 16) == 0,
+                  "line %d: Content-Type \"%s\"", line, r->content_type);
+}
+
+static void assert_status_at(int line, const fg_response *r, long status)
+{
+    ck_assert_msg(r->curl_code == CURLE_OK, "line %d: no response: %s", line, r->curl_error);
+    ck_assert_msg(r->status == status, "line %d: want status %ld, got %ld %.400s", line, status,
+                  r->status, r->body);
+}
+
+static bool same_bytes(const fg_response *a, const fg_response *b)
+{
+    return a->body_len == b->body_len && memcmp(a->body, b->body, a->body_len) == 0;
+}
+
+static long long json_int(const json_t *obj, const char *key)
+{
+    const json_t *v = json_object_get(obj, key);
+    ck_assert_msg(json_is_integer(v), "\"%s\" is not a JSON integer", key);
+    return (long long)json_integer_value(v);
+}
+
+static const char *json_str(const json_t *obj, const char *key)
+{
+    const char *v = fg_json_str(obj, key);
+    ck_assert_msg(v != NULL, "\"%s\" is not a string", key);
+    return v;
+}
+
+/* A DONE Payment for this paymentKey, orderId and amount. */
+static void assert_done(const fg_response *r, const char *pk, const char *oid, long long amount)
+{
+    assert_status(r, 200);
+    ck_assert_msg(json_is_object(r->json), "200 body is not a JSON object: %.400s", r->body);
+    ck_assert_str_eq(json_str(r->json, "paymentKey"), pk);
+    ck_assert_str_eq(json_str(r->json, "orderId"), oid);
+    ck_assert_str_eq(json_str(r->json, "status"), "DONE");
+    ck_assert_int_eq(json_int(r->json, "totalAmount"), amount);
+    ck_assert_int_eq(json_int(r->json, "balanceAmount"), amount);
+}
+
+static void get_order(const fg_server *s, const char *oid, fg_response *r)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/v1/payments/orders/%s", oid);
+    fg_get(s, path, r);
+}
+
+/* Poll GET /v1/payments/orders/{oid} (every 2 ms, at most timeout_ms) until it reads `status`.
+ * Returns the CLOCK_MONOTONIC ns at which the read that saw it was sent, or 0 on timeout. */
+static int64_t wait_for_order_status(const fg_server *s, const char *oid, const char *status,
+                                     int timeout_ms)
+{
+    int64_t deadline = fg_now_ms() + timeout_ms;
+    for (;;) {
+        fg_response r;
+        get_order(s, oid, &r);
+        bool ok = r.status == 200 && fg_json_str(r.json, "status") != NULL &&
+                  strcmp(fg_json_str(r.json, "status"), status) == 0;
+        int64_t sent = r.sent_ns;
+        fg_response_fini(&r);
+        if (ok)
+            return sent;
+        if (fg_now_ms() > deadline)
+            return 0;
+        fg_pause_ms(2);
+    }
+}
+
+/* The only ledger entry for `oid` (asserting there is exactly one). New reference. */
+static json_t *the_ledger_entry(const fg_server *s, const char *oid)
+{
+    json_t *a = fg_admin_payments(s, oid);
+    ck_assert_msg(a != NULL, "GET /__admin/payments?orderId=%s failed", oid);
+    ck_assert_msg(json_array_size(a) == 1, "want 1 ledger entry for %s, got %zu", oid,
+                  json_array_size(a));
+    json_t *e = json_incref(json_array_get(a, 0));
+    json_decref(a);
+    return e;
+}
+
+static void assert_charged_once(const fg_server *s, const char *pk, const char *oid)
+{
+    json_t *e = the_ledger_entry(s, oid);
+    ck_assert_int_eq(json_int(e, "charges"), 1);
+    const json_t *p = json_object_get(e, "payment");
+    ck_assert_str_eq(json_str(p, "paymentKey"), pk);
+    ck_assert_str_eq(json_str(p, "status"), "DONE");
+    json_decref(e);
+}
+
+static size_t ledger_size(const fg_server *s)
+{
+    json_t *a = fg_admin_payments(s, NULL);
+    ck_assert_msg(a != NULL, "GET /__admin/payments failed");
+    size_t n = json_array_size(a);
+    json_decref(a);
+    return n;
+}
+
+/* POST /v1/payments/confirm with this exact body, the default auth and, if not NULL, the key. */
+static int post_confirm_body(const fg_server *s, const char *body, const char *key, fg_response *r)
+{
+    char line[512];
+    snprintf(line, sizeof line, "Idempotency-Key: %s", key != NULL ? key : "");
+    const char *headers[] = {s->auth_header, key != NULL ? line : NULL, NULL};
+    fg_request req = {.method = "POST", .path = CONFIRM_PATH, .body = body, .headers = headers};
+    return fg_http(s, NULL, &req, r);
+}
+
+/* A raw HTTP/1.1 confirm: `extra` (complete header lines, each ending "\r\n", may contain any
+ * byte) after the default auth, then `body` with its Content-Length. Sends Connection: close so
+ * that fg_raw returns when the answer is complete. Caller frees. */
+static char *raw_confirm(const fg_server *s, const char *extra, const char *body, size_t *len)
+{
+    char *out = NULL;
+    FILE *f = open_memstream(&out, len);
+    ck_assert(f != NULL);
+    fprintf(f,
+            "POST " CONFIRM_PATH " HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\nConnection: close\r\n"
+            "Content-Type: application/json\r\n%sContent-Length: %zu\r\n\r\n%s",
+            s->auth_header, extra, strlen(body), body);
+    ck_assert(fclose(f) == 0);
+    return out;
+}
+
+/* Send a raw request and require a Toss error with this status and code. */
+static void raw_expect_error(const fg_server *s, const char *what, const char *req, size_t len,
+                             int status, const char *code)
+{
+    fg_raw_response rr;
+    char err[FG_ERR_LEN];
+    ck_assert_msg(fg_raw(s, req, len, 5000, &rr, err) == 0, "[%s] %s", what, err);
+    const char *got = fg_json_str(rr.json, "code");
+    ck_assert_msg(rr.status == status && got != NULL && strcmp(got, code) == 0,
+                  "[%s] want %d %s, got %d: %.600s", what, status, code, rr.status, rr.data);
+    const char *msg = fg_json_str(rr.json, "message");
+    ck_assert_msg(msg != NULL && msg[0] != '\0', "[%s] no message: %.600s", what, rr.data);
+    fg_raw_response_fini(&rr);
+}
+
+/* A syntactically valid confirm body of exactly `size` bytes. Caller frees. */
+static char *padded_body(const char *pk, const char *oid, size_t size)
+{
+    char head[256];
+    int n = snprintf(head, sizeof head, "{\"paymentKey\":\"%s\",\"orderId\":\"%s\",\"amount\":1000,"
+                     "\"pad\":\"", pk, oid);
+    ck_assert(n > 0 && (size_t)n + 2 < size);
+    char *b = malloc(size + 1);
+    ck_assert(b != NULL);
+    memcpy(b, head, (size_t)n);
+    memset(b + n, 'x', size - (size_t)n - 2);
+    memcpy(b + size - 2, "\"}", 2);
+    b[size] = '\0';
+    return b;
+}
+
+/* "Name: " followed by `n` copies of 'a'. Caller frees. */
+static char *long_header(const char *name, size_t n)
+{
+    size_t nl = strlen(name);
+    char *h = malloc(nl + 2 + n + 1);
+    ck_assert(h != NULL);
+    memcpy(h, name, nl);
+    memcpy(h + nl, ": ", 2);
+    memset(h + nl + 2, 'a', n);
+    h[nl + 2 + n] = '\0';
+    return h;
+}
+
+/* ---- a client that leaves during a latency ------------------------------------------------ */
+
+/* Send a confirm with key `key` that gives up after `give_up_ms`; require curl's timeout (28)
+ * and that the payment, still IN_PROGRESS right after, reads DONE no earlier than `commit_ms`
+ * after sending and within a bound; then the same key gets the stored success replayed. */
+static void leave_then_check(const fg_server *s, const char *pk, const char *oid,
+                             long long amount, const char *key, long give_up_ms, int64_t queue_ms,
+                             int64_t commit_ms)
+{
+    char body[256];
+    snprintf(body, sizeof body, "{\"paymentKey\":\"%s\",\"orderId\":\"%s\",\"amount\":%lld}", pk,
+             oid, amount);
+    char key_line[128];
+    snprintf(key_line, sizeof key_line, "Idempotency-Key: %s", key);
+    const char *headers[] = {s->auth_header, key_line, NULL};
+    fg_request req = {.method = "POST", .path = CONFIRM_PATH, .body = body, .headers = headers,
+                      .timeout_ms = give_up_ms, .forbid_reuse = true};
+    fg_response lost;
+    fg_http(s, NULL, &req, &lost);
+    ck_assert_msg(lost.curl_code == CURLE_OPERATION_TIMEDOUT,
+                  "want curl error 28 (timeout after %ld ms), got %d (%s) status %ld %.300s",
+                  give_up_ms, (int)lost.curl_code, lost.curl_error, lost.status, lost.body);
+    int64_t sent = lost.sent_ns;
+    fg_response_fini(&lost);
+
+    /* The client is gone; the payment exists and is not yet approved. */
+    fg_response during;
+    get_order(s, oid, &during);
+    if (during.done_ns < sent + (commit_ms - 20) * MS) {
+        assert_status(&during, 200);
+        ck_assert_str_eq(json_str(during.json, "status"), "IN_PROGRESS");
+    }
+    fg_response_fini(&during);
+
+    int64_t done_seen = wait_for_order_status(s, oid, "DONE", (int)commit_ms + 3000);
+    ck_assert_msg(done_seen != 0, "%s never read DONE after its client left (planned commit at "
+                  "%lld ms)", oid, (long long)commit_ms);
+    ck_assert_msg(done_seen >= sent + (commit_ms - 10) * MS,
+                  "%s read DONE %lld ms after the confirm was sent, before its planned %lld ms",
+                  oid, (long long)((done_seen - sent) / MS), (long long)commit_ms);
+
+    /* The record ended DONE holding the success: the resend gets it. */
+    fg_response again;
+    fg_confirm(s, pk, oid, amount, key, &again);
+    assert_done(&again, pk, oid, amount);
+    fg_response second;
+    fg_confirm(s, pk, oid, amount, key, &second);
+    assert_done(&second, pk, oid, amount);
+    ck_assert_msg(same_bytes(&again, &second), "replays differ:\n%s\n---\n%s", again.body,
+                  second.body);
+    fg_response now;
+    get_order(s, oid, &now);
+    assert_done(&now, pk, oid, amount);
+    ck_assert_str_eq(json_str(again.json, "lastTransactionKey"),
+                     json_str(now.json, "lastTransactionKey"));
+    fg_response_fini(&now);
+    /* A replay waits its own queue_latency but no processing latency. */
+    int64_t took = again.done_ns - again.sent_ns;
+    ck_assert_msg(took >= (queue_ms - 10) * MS && took < (queue_ms + 400) * MS,
+                  "replay took %lld ms (queue_latency %lld ms, no processing latency expected)",
+                  (long long)(took / MS), (long long)queue_ms);
+    fg_response_fini(&again);
+    fg_response_fini(&second);
+
+    json_t *e = the_ledger_entry(s, oid);
+    ck_assert_int_eq(json_int(e, "charges"), 1);
+    const json_t *keys = json_object_get(e, "idempotency_keys");
+    ck_assert_msg(json_is_array(keys) && json_array_size(keys) == 1 &&
+                      strcmp(json_string_value(json_array_get(keys, 0)), key) == 0,
+                  "idempotency_keys is not [\"%s\"]", key);
+    json_decref(e);
+}
+
+START_TEST(test_client_disconnect_during_latency_still_commits)
+{
+    fg_server *s = start_with_profile(
+        "{\"name\":\"held800\",\"routes\":{\"confirm\":{\"latency\":{\"dist\":\"fixed\",\"ms\":800}},"
+        "\"default\":{\"latency\":{\"dist\":\"fixed\",\"ms\":0}}}}");
+    leave_then_check(s, "pk_gone_1", "order_gone_1", 8800, "key-gone-1", 200, 0, 800);
+    stop_server(s);
+}
+END_TEST
+
+START_TEST(test_client_disconnect_during_queue_latency_still_commits)
+{
+    fg_server *s = start_with_profile(
+        "{\"name\":\"queued500\",\"routes\":{\"confirm\":{"
+        "\"queue_latency\":{\"dist\":\"fixed\",\"ms\":500},\"latency\":{\"dist\":\"fixed\",\"ms\":300}},"
+        "\"default\":{\"latency\":{\"dist\":\"fixed\",\"ms\":0}}}}");
+    leave_then_check(s, "pk_gone_q1", "order_gone_q1", 5300, "key-gone-q1", 100, 500, 800);
+    stop_server(s);
+}
+END_TEST
+
+/* ---- same key, different body -------------------------------------------------------------- */
+
+#define BODY_1000 "{\"paymentKey\":\"pk_mismatch_1\",\"orderId\":\"order_mismatch_1\",\"amount\":1000}"
+#define BODY_2000 "{\"paymentKey\":\"pk_mismatch_1\",\"orderId\":\"order_mismatch_1\",\"amount\":2000}"
+/* BODY_1000's fields, reordered and spaced: the same canonical JSON. */
+#define BODY_1000_REORDERED                                                                    \
+    "{\n  \"amount\" : 1000 ,\n\t\"orderId\":\"order_mismatch_1\",   \"paymentKey\" :\n"       \
+    "\"pk_mismatch_1\"\n}\n"
+
+START_TEST(test_same_key_different_body_is_replayed_by_default)
+{
+    fg_server *s = start_server(NULL);
+    fg_response first, other, reordered;
+    post_confirm_body(s, BODY_1000, "key-mismatch-1", &first);
+    assert_done(&first, "pk_mismatch_1", "order_mismatch_1", 1000);
+
+    post_confirm_body(s, BODY_2000, "key-mismatch-1", &other);
+    assert_status(&other, 200);
+    ck_assert_msg(same_bytes(&other, &first), "amount 2000 under the same key is not the replay:\n"
+                  "%s\n---\n%s", other.body, first.body);
+    ck_assert_int_eq(json_int(other.json, "totalAmount"), 1000);
+    ck_assert_str_ne(other.trace_id, first.trace_id);
+
+    post_confirm_body(s, BODY_1000_REORDERED, "key-mismatch-1", &reordered);
+    assert_status(&reordered, 200);
+    ck_assert_msg(same_bytes(&reordered, &first), "reordered body is not the replay:\n%s",
+                  reordered.body);
+
+    assert_charged_once(s, "pk_mismatch_1", "order_mismatch_1");
+    fg_response_fini(&first);
+    fg_response_fini(&other);
+    fg_response_fini(&reordered);
+    stop_server(s);
+}
+END_TEST
+
+START_TEST(test_same_key_different_body_rejected_with_reject_option)
+{
+    fg_server *s = start_with_profile(
+        "{\"name\":\"reject\",\"idempotency\":{\"on_body_mismatch\":\"reject\"},"
+        "\"routes\":{\"default\":{\"latency\":{\"dist\":\"fixed\",\"ms\":0}}}}");
+    fg_response first, other, reordered, same;
+    post_confirm_body(s, BODY_1000, "key-mismatch-1", &first);
+    assert_done(&first, "pk_mismatch_1", "order_mismatch_1", 1000);
+
+    post_confirm_body(s, BODY_2000, "key-mismatch-1", &other);
+    assert_error(&other, 422, "IDEMPOTENCY_KEY_REUSED");
+
+    /* Whitespace and key order are not a different body. */
+    post_confirm_body(s, BODY_1000_REORDERED, "key-mismatch-1", &reordered);
+    assert_status(&reordered, 200);
+    ck_assert_msg(same_bytes(&reordered, &first), "reordered body is not the replay:\n%s",
+                  reordered.body);
+    /* The 422 did not disturb the record. */
+    post_confirm_body(s, BODY_1000, "key-mismatch-1", &same);
+    assert_status(&same, 200);
+    ck_assert(same_bytes(&same, &first));
+
+    assert_charged_once(s, "pk_mismatch_1", "order_mismatch_1");
+    fg_response_fini(&first);
+    fg_response_fini(&other);
+    fg_response_fini(&reordered);
+    fg_response_fini(&same);
+    stop_server(s);
+}
+END_TEST
+
+/* ---- header block and body limits ---------------------------------------------------------- */
+
+START_TEST(test_header_block_over_8k_gets_431_json)
+{
+    fg_server *s = start_server(NULL);
+
+    /* ~8.6 KB of headers: parsed by libmicrohttpd, refused by fakegate with its JSON 431. */
+    char *pad = long_header("X-Pad", 8500);
+    const char *big[] = {s->auth_header, pad, "Idempotency-Key: hdr-1", NULL};
+    fg_request req = {.method = "POST", .path = CONFIRM_PATH,
+                      .body = "{\"paymentKey\":\"pk_hdr_1\",\"orderId\":\"order_hdr_1\",\"amount\":1000}",
+                      .headers = big, .forbid_reuse = true};
+    fg_response r;
+    fg_http(s, NULL, &req, &r);
+    assert_error(&r, 431, "REQUEST_HEADER_FIELDS_TOO_LARGE");
+    ck_assert_msg(strcasecmp(r.connection, "close") == 0, "Connection: \"%s\"", r.connection);
+    fg_response_fini(&r);
+    free(pad);
+    ck_assert_uint_eq(ledger_size(s), 0);
+
+    /* ~7 KB of headers is under the cap: handled normally, and hdr-1 was not stored. */
+    pad = long_header("X-Pad", 6800);
+    const char *ok_headers[] = {s->auth_header, pad, "Idempotency-Key: hdr-1", NULL};
+    req.headers = ok_headers;
+    fg_http(s, NULL, &req, &r);
+    assert_done(&r, "pk_hdr_1", "order_hdr_1", 1000);
+    ck_assert_msg(r.header_block != NULL && strstr(r.header_block, "431") == NULL, "%s",
+                  r.header_block);
+    fg_response_fini(&r);
+    free(pad);
+
+    /* 40 KB: beyond libmicrohttpd's own buffer. Its own 431/414 page, but never zero bytes. */
+    pad = long_header("X-Pad", 40000);
+    const char *huge[] = {s->auth_header, pad, NULL};
+    fg_request get = {.method = "GET", .path = "/v1/payments/orders/order_hdr_1", .headers = huge,
+                      .forbid_reuse = true};
+    fg_http(s, NULL, &get, &r);
+    ck_assert_msg(r.curl_code == CURLE_OK, "40 KB header block: no response (%d %s)",
+                  (int)r.curl_code, r.curl_error);
+    ck_assert_msg(r.status == 431 || r.status == 414, "40 KB header block: status %ld %.300s",
+                  r.status, r.body);
+    ck_assert_msg(r.body_len > 0, "40 KB header block: empty body");
+    fg_response_fini(&r);
+    free(pad);
+
+    /* The server is still fine. */
+    fg_response after;
+    get_order(s, "order_hdr_1", &after);
+    assert_done(&after, "pk_hdr_1", "order_hdr_1", 1000);
+    fg_response_fini(&after);
+    stop_server(s);
+}
+END_TEST
+
+static const char *const max_body_args[] = {"--max-body", "1024", NULL};
+
+START_TEST(test_chunked_body_over_max_body_gets_413_and_close)
+{
+    fg_opts o = {.args = max_body_args};
+    fg_server *s = start_server(&o);
+    char *body = padded_body("pk_chunk_1", "order_chunk_1", 4000);
+
+    /* curl, chunked in 64-byte pieces. */
+    const char *headers[] = {s->auth_header, "Idempotency-Key: chunk-1", NULL};
+    fg_request req = {.method = "POST", .path = CONFIRM_PATH, .body = body, .headers = headers,
+                      .chunked = true, .forbid_reuse = true};
+    fg_response r;
+    fg_http(s, NULL, &req, &r);
+    assert_error(&r, 413, "INVALID_REQUEST");
+    ck_assert_msg(strcasecmp(r.connection, "close") == 0, "Connection: \"%s\"", r.connection);
+    fg_response_fini(&r);
+
+    /* Raw, four chunks of 1000 bytes, no Connection: close from us: the server must close. */
+    char *raw = NULL;
+    size_t raw_len = 0;
+    FILE *f = open_memstream(&raw, &raw_len);
+    ck_assert(f != NULL);
+    fprintf(f, "POST " CONFIRM_PATH " HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n"
+               "Content-Type: application/json\r\nIdempotency-Key: chunk-1\r\n"
+               "Transfer-Encoding: chunked\r\n\r\n", s->auth_header);
+    for (int i = 0; i < 4; i++) {
+        fprintf(f, "3e8\r\n");
+        fwrite(body + i * 1000, 1, 1000, f);
+        fprintf(f, "\r\n");
+    }
+    fprintf(f, "0\r\n\r\n");
+    ck_assert(fclose(f) == 0);
+    fg_raw_response rr;
+    char err[FG_ERR_LEN];
+    ck_assert_msg(fg_raw(s, raw, raw_len, 5000, &rr, err) == 0, "%s", err);
+    ck_assert_msg(rr.status == 413, "raw chunked: got %d: %.400s", rr.status, rr.data);
+    ck_assert_str_eq(fg_json_str(rr.json, "code"), "INVALID_REQUEST");
+    char conn[64] = "";
+    fg_raw_header(&rr, "Connection", conn, sizeof conn);
+    ck_assert_msg(strcasecmp(conn, "close") == 0, "raw chunked: Connection: \"%s\"", conn);
+    ck_assert_msg(rr.closed, "raw chunked: connection left open after the 413");
+    fg_raw_response_fini(&rr);
+    free(raw);
+    free(body);
+    ck_assert_uint_eq(ledger_size(s), 0);
+
+    /* Not stored under chunk-1: the corrected request runs. */
+    fg_response ok;
+    fg_confirm(s, "pk_chunk_1", "order_chunk_1", 1000, "chunk-1", &ok);
+    assert_done(&ok, "pk_chunk_1", "order_chunk_1", 1000);
+    fg_response_fini(&ok);
+    stop_server(s);
+}
+END_TEST
+
+/* ---- TTL ------------------------------------------------------------------------------------- */
+
+static const char *const ttl_args[] = {"--idempotency-ttl", "1", NULL};
+
+START_TEST(test_idempotency_ttl_expiry_runs_again)
+{
+    fg_opts o = {.args = ttl_args};
+    fg_server *s = start_server(&o);
+    fg_response a, a_again, b, b_again;
+    fg_confirm(s, "pk_ttl_a", "order_ttl_a", 1000, "key-ttl-1", &a);
+    assert_done(&a, "pk_ttl_a", "order_ttl_a", 1000);
+    /* Within the TTL: the replay. */
+    fg_confirm(s, "pk_ttl_a", "order_ttl_a", 1000, "key-ttl-1", &a_again);
+    assert_status(&a_again, 200);
+    ck_assert(same_bytes(&a, &a_again));
+
+    /* The record was created before a's answer: wait until 1.2 s have passed since then. This
+     * wait is the behaviour under test (a TTL), bounded. */
+    int64_t until = a.done_ns + 1200 * MS;
+    int64_t left_ms = (until - fg_now_ns()) / MS + 1;
+    if (left_ms > 0)
+        fg_pause_ms((long)left_ms);
+    ck_assert(fg_now_ns() >= until);
+
+    fg_confirm(s, "pk_ttl_b", "order_ttl_b", 2000, "key-ttl-1", &b);
+    assert_done(&b, "pk_ttl_b", "order_ttl_b", 2000);
+    ck_assert_str_ne(json_str(b.json, "lastTransactionKey"), json_str(a.json, "lastTransactionKey"));
+    /* The new run is now what the key holds. */
+    fg_confirm(s, "pk_ttl_b", "order_ttl_b", 2000, "key-ttl-1", &b_again);
+    assert_status(&b_again, 200);
+    ck_assert(same_bytes(&b, &b_again));
+
+    assert_charged_once(s, "pk_ttl_a", "order_ttl_a");
+    assert_charged_once(s, "pk_ttl_b", "order_ttl_b");
+    fg_response_fini(&a);
+    fg_response_fini(&a_again);
+    fg_response_fini(&b);
+    fg_response_fini(&b_again);
+    stop_server(s);
+}
+END_TEST
+
+/* ---- Idempotency-Key bytes ----------------------------------------------------------------- */
+
+#define KEYBODY(n) "{\"paymentKey\":\"pk_keybytes_" n "\",\"orderId\":\"order_keybytes_" n "\",\"amount\":1000}"
+
+START_TEST(test_empty_and_folded_idempotency_key_rejected)
+{
+    fg_server *s = start_server(NULL);
+
+    /* Empty, through curl ("Name;" sends an empty header). */
+    const char *empty[] = {s->auth_header, "Idempotency-Key;", NULL};
+    fg_request req = {.method = "POST", .path = CONFIRM_PATH, .body = KEYBODY("1"),
+                      .headers = empty};
+    fg_response r;
+    fg_http(s, NULL, &req, &r);
+    assert_error(&r, 400, "INVALID_IDEMPOTENCY_KEY");
+    fg_response_fini(&r);
+
+    /* Raw bytes curl would not send as given. */
+    static const struct {
+        const char *what;
+        const char *line;
+    } bad[] = {
+        {"only spaces", "Idempotency-Key:    \r\n"},
+        {"tab inside", "Idempotency-Key: key\tbytes\r\n"},
+        {"0x80 inside", "Idempotency-Key: key\x80" "bytes\r\n"},
+        {"UTF-8 inside", "Idempotency-Key: key\xed\x82\xa4\r\n"},
+        {"0x01 inside", "Idempotency-Key: key\x01" "bytes\r\n"},
+        {"space inside", "Idempotency-Key: key bytes\r\n"},
+        {"0x7F inside", "Idempotency-Key: key\x7f" "bytes\r\n"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        size_t len;
+        char *raw = raw_confirm(s, bad[i].line, KEYBODY("1"), &len);
+        raw_expect_error(s, bad[i].what, raw, len, 400, "INVALID_IDEMPOTENCY_KEY");
+        free(raw);
+    }
+    ck_assert_uint_eq(ledger_size(s), 0);
+
+    /* Surrounding spaces are trimmed: "  key-trim-1  " is "key-trim-1". */
+    size_t len;
+    char *raw = raw_confirm(s, "Idempotency-Key:    key-trim-1   \r\n", KEYBODY("2"), &len);
+    fg_raw_response rr;
+    char err[FG_ERR_LEN];
+    ck_assert_msg(fg_raw(s, raw, len, 5000, &rr, err) == 0, "%s", err);
+    ck_assert_msg(rr.status == 200, "spaced key: got %d %.400s", rr.status, rr.data);
+    ck_assert_str_eq(fg_json_str(rr.json, "status"), "DONE");
+    free(raw);
+    fg_response replay;
+    fg_confirm(s, "pk_keybytes_2", "order_keybytes_2", 1000, "key-trim-1", &replay);
+    assert_status(&replay, 200);
+    ck_assert_msg(replay.body_len == rr.body_len && memcmp(replay.body, rr.body, rr.body_len) == 0,
+                  "\"key-trim-1\" did not get the replay of \"  key-trim-1  \": %.400s",
+                  replay.body);
+    fg_response_fini(&replay);
+    fg_raw_response_fini(&rr);
+    json_t *e = the_ledger_entry(s, "order_keybytes_2");
+    ck_assert_int_eq(json_int(e, "charges"), 1);
+    const json_t *keys = json_object_get(e, "idempotency_keys");
+    ck_assert_msg(json_is_array(keys) && json_array_size(keys) == 1 &&
+                      strcmp(json_string_value(json_array_get(keys, 0)), "key-trim-1") == 0,
+                  "idempotency_keys is not [\"key-trim-1\"]");
+    json_decref(e);
+
+    /* A folded (obs-fold) Idempotency-Key → 400 INVALID_IDEMPOTENCY_KEY (SPEC §7), not a
+     * request executed without a key. */
+    raw = raw_confirm(s, "Idempotency-Key: key-fold-1\r\n key-fold-2\r\n", KEYBODY("3"), &len);
+    raw_expect_error(s, "folded", raw, len, 400, "INVALID_IDEMPOTENCY_KEY");
+    free(raw);
+    ck_assert_uint_eq(ledger_size(s), 1);
+    stop_server(s);
+}
+END_TEST
+
+/* ---- stored business errors ---------------------------------------------------------------- */
+
+START_TEST(test_replay_of_business_error_is_byte_identical)
+{
+    fg_server *s = start_server(NULL);
+    fg_response first, dup, dup_again;
+    fg_confirm(s, "pk_dup_1", "order_dup_1", 1000, "key-dup-1", &first);
+    assert_done(&first, "pk_dup_1", "order_dup_1", 1000);
+
+    fg_confirm(s, "pk_dup_2", "order_dup_1", 1000, "key-dup-2", &dup);
+    assert_error(&dup, 400, "DUPLICATED_ORDER_ID");
+    fg_confirm(s, "pk_dup_2", "order_dup_1", 1000, "key-dup-2", &dup_again);
+    assert_error(&dup_again, 400, "DUPLICATED_ORDER_ID");
+    ck_assert_msg(same_bytes(&dup, &dup_again), "stored 400 not replayed byte for byte:\n%s\n---\n%s",
+                  dup.body, dup_again.body);
+    ck_assert_str_ne(dup.trace_id, dup_again.trace_id);
+
+    assert_charged_once(s, "pk_dup_1", "order_dup_1");
+    fg_response_fini(&first);
+    fg_response_fini(&dup);
+    fg_response_fini(&dup_again);
+    stop_server(s);
+}
+END_TEST
+
+static Suite *idempotency_suite(void)
+{
+    Suite *su = suite_create("blackbox_idempotency");
+
+    TCase *tc = tcase_create("client_leaves");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_client_disconnect_during_latency_still_commits);
+    tcase_add_test(tc, test_client_disconnect_during_queue_latency_still_commits);
+    suite_add_tcase(su, tc);
+
+    tc = tcase_create("records");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_same_key_different_body_is_replayed_by_default);
+    tcase_add_test(tc, test_same_key_different_body_rejected_with_reject_option);
+    tcase_add_test(tc, test_idempotency_ttl_expiry_runs_again);
+    tcase_add_test(tc, test_replay_of_business_error_is_byte_identical);
+    suite_add_tcase(su, tc);
+
+    tc = tcase_create("wire_limits");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_header_block_over_8k_gets_431_json);
+    tcase_add_test(tc, test_chunked_body_over_max_body_gets_413_and_close);
+    tcase_add_test(tc, test_empty_and_folded_idempotency_key_rejected);
+    suite_add_tcase(su, tc);
+    return su;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(idempotency_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

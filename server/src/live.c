@@ -1,0 +1,228 @@
+/* live.c -- applied-profile state (see live.h). Invariants: a live's budgets array has one
+ * counter per fault of its route; a schedule's phases are lives of their own whose origins are
+ * offsets from the schedule's origin. */
+#define _POSIX_C_SOURCE 200809L
+#include "live.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+static int live_init(struct live *l, const struct profile *p, int64_t origin_ns)
+{
+    memset(l, 0, sizeof *l);
+    l->profile = p;
+    l->origin_ns = origin_ns;
+    pthread_mutex_init(&l->lock, NULL);
+    for (int r = 0; r < ROUTE_COUNT; r++) {
+        const struct route_profile *rp = profile_route(p, (enum route_id)r);
+        if (rp->throttle.kind == THROTTLE_TOKEN_BUCKET)
+            bucket_init(&l->routes[r].bucket, rp->throttle.burst, origin_ns);
+        if (rp->n_faults) {
+            l->routes[r].times_used = calloc(rp->n_faults, sizeof(atomic_llong));
+            if (!l->routes[r].times_used)
+                return -1;
+        }
+    }
+    if (p->n_phases) {
+        l->phases = calloc(p->n_phases, sizeof *l->phases);
+        if (!l->phases)
+            return -1;
+        l->n_phases = p->n_phases;
+        double start = 0;
+        for (size_t i = 0; i < p->n_phases; i++) {
+            if (live_init(&l->phases[i], p->phases[i].profile,
+                          origin_ns + (int64_t)(start * (double)NS_PER_S)) != 0)
+                return -1;
+            start += p->phases[i].for_s;
+        }
+        l->cycle_s = start;
+    }
+    return 0;
+}
+
+static void live_fini(struct live *l)
+{
+    for (int r = 0; r < ROUTE_COUNT; r++)
+        free(l->routes[r].times_used);
+    for (size_t i = 0; i < l->n_phases; i++)
+        live_fini(&l->phases[i]);
+    free(l->phases);
+    pthread_mutex_destroy(&l->lock);
+}
+
+struct live *live_new(const struct profile *p, int64_t now_ns)
+{
+    struct live *l = malloc(sizeof *l);
+    if (!l)
+        return NULL;
+    if (live_init(l, p, now_ns) != 0) {
+        live_fini(l);
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+void live_free(struct live *l)
+{
+    if (!l)
+        return;
+    live_fini(l);
+    free(l);
+}
+
+struct live *live_current(struct live *l, int64_t now_ns, int64_t *since_ns)
+{
+    if (l->n_phases == 0) {
+        *since_ns = now_ns - l->origin_ns;
+        return l;
+    }
+    double t = (double)(now_ns - l->origin_ns) / (double)NS_PER_S;
+    double cycles = 0;
+    if (t >= l->cycle_s) {
+        if (l->profile->repeat) {
+            cycles = floor(t / l->cycle_s);
+            t -= cycles * l->cycle_s;
+        } else {
+            struct live *last = &l->phases[l->n_phases - 1];
+            *since_ns = now_ns - last->origin_ns;
+            return last;
+        }
+    }
+    size_t i = 0;
+    double start = 0;
+    while (i + 1 < l->n_phases && t >= start + l->profile->phases[i].for_s)
+        start += l->profile->phases[i++].for_s;
+    *since_ns = (int64_t)((t - start) * (double)NS_PER_S);
+    return &l->phases[i];
+}
+
+void live_admit(struct live *cur, int64_t since_ns, struct flight *f, enum route_id route,
+                int64_t now_ns, struct admission *out)
+{
+    memset(out, 0, sizeof *out);
+    const struct route_profile *rp = profile_route(cur->profile, route);
+    const struct throttle *t = &rp->throttle;
+    double wait = 0;
+    bool refused = false;
+    if (t->kind == THROTTLE_TOKEN_BUCKET) {
+        pthread_mutex_lock(&cur->lock);
+        refused = !bucket_take(&cur->routes[route].bucket, t->rate_per_s, t->burst, now_ns, &wait);
+        pthread_mutex_unlock(&cur->lock);
+    } else if (t->kind == THROTTLE_WINDOW) {
+        refused = window_throttled(t, since_ns, &wait);
+    }
+    if (refused) {
+        out->result = ADMIT_THROTTLED;
+        out->throttle = t;
+        out->retry_after_auto_s = retry_after_ceil(wait);
+        return;
+    }
+    long n = atomic_fetch_add(&f->in_flight[route], 1) + 1;
+    if (rp->concurrency.max_in_flight && n > (long)rp->concurrency.max_in_flight) {
+        atomic_fetch_sub(&f->in_flight[route], 1);
+        out->result = ADMIT_CAPPED;
+        out->cap = &rp->concurrency;
+        return;
+    }
+    long peak = atomic_load(&f->peak[route]);
+    while (n > peak && !atomic_compare_exchange_weak(&f->peak[route], &peak, n))
+        ;
+}
+
+void flight_end(struct flight *f, enum route_id route)
+{
+    atomic_fetch_sub(&f->in_flight[route], 1);
+}
+
+void flight_reset_peaks(struct flight *f)
+{
+    for (int r = 0; r < ROUTE_COUNT; r++)
+        atomic_store(&f->peak[r], atomic_load(&f->in_flight[r]));
+}
+
+struct budget_ctx {
+    const struct route_profile *rp;
+    struct live_route *lr;
+};
+
+static bool take_budget(int index, void *ctx)
+{
+    struct budget_ctx *b = ctx;
+    long long used = atomic_fetch_add(&b->lr->times_used[index], 1);
+    return used < b->rp->faults[index].times;
+}
+
+void live_plan(struct live *cur, enum route_id route, uint32_t attempt, struct rng *rng,
+               struct plan *out)
+{
+    struct budget_ctx b = {profile_route(cur->profile, route), &cur->routes[route]};
+    fault_decide(b.rp, attempt, rng, take_budget, &b, out);
+}
+
+void attempts_init(struct attempts *a)
+{
+    pthread_mutex_init(&a->lock, NULL);
+    strmap_init(&a->map);
+}
+
+static void attempts_free_entries(struct attempts *a)
+{
+    for (size_t i = 0; i < a->map.cap; i++)
+        if (a->map.slots[i].hash)
+            free(a->map.slots[i].val);
+}
+
+void attempts_fini(struct attempts *a)
+{
+    attempts_free_entries(a);
+    strmap_fini(&a->map);
+    pthread_mutex_destroy(&a->lock);
+}
+
+void attempts_reset(struct attempts *a)
+{
+    pthread_mutex_lock(&a->lock);
+    attempts_free_entries(a);
+    strmap_clear(&a->map);
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* An entry: the counter, then the key bytes ("route\0identity"). */
+struct attempt_entry {
+    uint32_t count;
+    size_t key_len;
+    char key[];
+};
+
+uint32_t attempts_next(struct attempts *a, enum route_id route, const char *identity)
+{
+    size_t il = strlen(identity);
+    size_t kl = 2 + il;
+    char stack[320];
+    char *key = kl <= sizeof stack ? stack : malloc(kl);
+    if (!key)
+        return 1;
+    key[0] = (char)('0' + route);
+    key[1] = '\0';
+    memcpy(key + 2, identity, il);
+    uint32_t n = 1;
+    pthread_mutex_lock(&a->lock);
+    struct attempt_entry *e = strmap_get(&a->map, key, kl);
+    if (e) {
+        n = ++e->count;
+    } else if ((e = malloc(sizeof *e + kl))) {
+        e->count = 1;
+        e->key_len = kl;
+        memcpy(e->key, key, kl);
+        if (strmap_put(&a->map, e->key, kl, e) == e)
+            free(e);
+    }
+    pthread_mutex_unlock(&a->lock);
+    if (key != stack)
+        free(key);
+    return n;
+}

@@ -1,0 +1,86 @@
+/* throttle.c -- token buckets, windows, Retry-After (see throttle.h). Invariant: a bucket's
+ * tokens stay in [.., burst]; they may go fractional but a request needs a whole token. */
+#define _DEFAULT_SOURCE
+#include "throttle.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "common.h"
+
+void bucket_init(struct token_bucket *b, double burst, int64_t now_ns)
+{
+    b->tokens = burst;
+    b->last_ns = now_ns;
+}
+
+bool bucket_take(struct token_bucket *b, double rate_per_s, double burst, int64_t now_ns,
+                 double *wait_s)
+{
+    if (now_ns > b->last_ns) {
+        b->tokens += (double)(now_ns - b->last_ns) / (double)NS_PER_S * rate_per_s;
+        if (b->tokens > burst)
+            b->tokens = burst;
+        b->last_ns = now_ns;
+    }
+    /* A tiny epsilon so that a client returning exactly when told (whole seconds from the
+     * announcement) is not refused by floating-point rounding. */
+    if (b->tokens >= 1.0 - 1e-9) {
+        b->tokens -= 1.0;
+        return true;
+    }
+    *wait_s = (1.0 - b->tokens) / rate_per_s;
+    return false;
+}
+
+bool window_throttled(const struct throttle *t, int64_t since_ns, double *wait_s)
+{
+    double since = (double)since_ns / (double)NS_PER_S - t->offset_s;
+    double phase = fmod(since, t->period_s);
+    if (phase < 0)
+        phase += t->period_s;
+    if (phase < t->throttled_s) {
+        *wait_s = t->throttled_s - phase;
+        return true;
+    }
+    return false;
+}
+
+uint32_t retry_after_ceil(double wait_s)
+{
+    if (!(wait_s > 0))
+        return 1;
+    double c = ceil(wait_s - 1e-9);
+    if (c < 1)
+        return 1;
+    if (c > 2147483647.0)
+        return 2147483647u;
+    return (uint32_t)c;
+}
+
+bool retry_after_format(const struct retry_after *ra, uint32_t auto_s, int64_t now_unix_s,
+                        char *out, size_t len)
+{
+    uint32_t s = ra->is_auto ? auto_s : ra->seconds;
+    switch (ra->format) {
+    case RA_NONE:
+        break;
+    case RA_SECONDS:
+        snprintf(out, len, "%u", s);
+        return true;
+    case RA_HTTP_DATE: {
+        time_t t = (time_t)(now_unix_s + s);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(out, len, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        return true;
+    }
+    case RA_RAW:
+        snprintf(out, len, "%s", ra->raw ? ra->raw : "");
+        return true;
+    }
+    if (len)
+        out[0] = '\0';
+    return false;
+}

@@ -1,0 +1,42 @@
+/* throttle.h -- token buckets, periodic throttle windows and Retry-After arithmetic (SPEC §4
+ * "Throttle"). Pure: time is passed in (monotonic ns), no locks; the caller (live.c) guards a
+ * bucket with its lock. */
+#ifndef FAKEGATE_THROTTLE_H
+#define FAKEGATE_THROTTLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "profile.h"
+
+struct token_bucket {
+    double tokens;      /* available now (<= burst) */
+    int64_t last_ns;    /* when tokens was last brought up to date */
+};
+
+/* A full bucket at now_ns ("starts full"). */
+void bucket_init(struct token_bucket *b, double burst, int64_t now_ns);
+
+/* Take one token at now_ns. Returns true if admitted. Otherwise false, and *wait_s is the time
+ * until the next token (seconds, > 0). rate_per_s > 0, burst >= 1. */
+bool bucket_take(struct token_bucket *b, double rate_per_s, double burst, int64_t now_ns,
+                 double *wait_s);
+
+/* Is a window throttle closed `since_ns` after its phase origin (the profile's application)?
+ * Throttled for the first throttled_s of every period_s, shifted by offset_s. If throttled,
+ * *wait_s is the time until the window ends (seconds, > 0). since_ns may be negative (before
+ * the origin + offset: counted as the previous period). */
+bool window_throttled(const struct throttle *t, int64_t since_ns, double *wait_s);
+
+/* Seconds to announce for a wait of wait_s: rounded up, never 0 (a client that comes back
+ * exactly when told is admitted), at most 2^31-1. */
+uint32_t retry_after_ceil(double wait_s);
+
+/* Format the Retry-After header value for `ra` into out (len bytes): the configured seconds, or
+ * `auto_s` when is_auto; http-date is now_unix_s + seconds in IMF-fixdate
+ * ("Sun, 06 Nov 1994 08:49:37 GMT"); raw is copied as is. Returns false (out empty) for
+ * RA_NONE. */
+bool retry_after_format(const struct retry_after *ra, uint32_t auto_s, int64_t now_unix_s,
+                        char *out, size_t len);
+
+#endif
