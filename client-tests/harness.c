@@ -933,6 +933,11 @@ int fg_http(const fg_server *s, CURL *h, const fg_request *req, fg_response *out
     out->sent_ns = fg_now_ns();
     out->curl_code = curl_easy_perform(h);
     out->done_ns = fg_now_ns();
+    curl_off_t t_start = 0, t_total = 0;
+    if (curl_easy_getinfo(h, CURLINFO_STARTTRANSFER_TIME_T, &t_start) == CURLE_OK)
+        out->starttransfer_us = (int64_t)t_start;
+    if (curl_easy_getinfo(h, CURLINFO_TOTAL_TIME_T, &t_total) == CURLE_OK)
+        out->total_us = (int64_t)t_total;
     if (out->curl_code == CURLE_OK) {
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
     } else if (out->curl_error[0] == '\0') {

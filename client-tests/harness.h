@@ -152,6 +152,10 @@ typedef struct fg_response {
     char retry_after[128];
     int64_t sent_ns;             /* CLOCK_MONOTONIC ns just before the request was started */
     int64_t done_ns;             /* CLOCK_MONOTONIC ns when curl returned */
+    /* curl's own timings of this transfer (µs since it started), also on a curl error:
+     * CURLINFO_STARTTRANSFER_TIME_T (first response byte) and CURLINFO_TOTAL_TIME_T. */
+    int64_t starttransfer_us;
+    int64_t total_us;
 } fg_response;
 
 /* One HTTP/1.1 exchange with http://127.0.0.1:<s->port><req->path>. `h` is a curl easy handle

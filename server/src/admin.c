@@ -3,13 +3,18 @@
 #define _POSIX_C_SOURCE 200809L
 #include "admin.h"
 
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "buf.h"
 #include "common.h"
 #include "render.h"
+#include "report.h"
 
 enum handler_result admin_health(struct gateway *gw, struct request *r)
 {
@@ -76,4 +81,204 @@ enum handler_result admin_payments(struct gateway *g, struct request *r,
     char *body = buf_steal(&b, &len);
     request_respond(r, 200, body, len);
     return H_RESPOND;
+}
+
+char *admin_compact_json(const char *text, size_t len)
+{
+    json_t *v = json_loadb(text, len, 0, NULL);
+    char *out = v ? json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(v);
+    return out;
+}
+
+static enum handler_result respond_buf(struct request *r, int status, struct buf *b)
+{
+    if (b->oom) {
+        buf_fini(b);
+        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
+        return H_RESPOND;
+    }
+    size_t len;
+    char *body = buf_steal(b, &len);
+    request_respond(r, status, body ? body : strdup(""), body ? len : 0);
+    return H_RESPOND;
+}
+
+enum handler_result admin_get_profile(struct gateway *g, struct request *r)
+{
+    struct buf b;
+    buf_init(&b);
+    pthread_mutex_lock(&g->apply_lock);
+    const struct applied *a = g->applied;
+    struct live *root = atomic_load(&g->live);
+    char at[32];
+    fmt_kst(a->applied_unix_us, at);
+    buf_adds(&b, "{\"name\":");
+    buf_add_json_strz(&b, root->profile->name);
+    buf_addf(&b, ",\"applied_at\":\"%s\",\"phase\":", at);
+    if (root->n_phases) {
+        int64_t since;
+        struct live *cur = live_current(root, now_mono_ns(), &since);
+        size_t i = (size_t)(cur - root->phases);
+        double left = root->profile->phases[i].for_s - (double)since / 1e9;
+        buf_addf(&b, "{\"index\":%zu,\"name\":", i);
+        buf_add_json_strz(&b, cur->profile->name);
+        buf_addf(&b, ",\"remaining_s\":%.3f}", left > 0 ? left : 0);
+    } else {
+        buf_adds(&b, "null");
+    }
+    buf_adds(&b, ",\"profile\":");
+    buf_adds(&b, a->json ? a->json : "null");
+    buf_addc(&b, '}');
+    pthread_mutex_unlock(&g->apply_lock);
+    return respond_buf(r, 200, &b);
+}
+
+/* Parse a profile from JSON text: {"name": "x"} alone names a shipped or --profiles-dir
+ * profile; anything else is a whole profile. Returns the profile and its compact JSON, or NULL
+ * with r answered 400 INVALID_PROFILE (message with line:column). */
+static struct profile *profile_from(struct gateway *g, struct request *r, const char *text,
+                                    size_t len, char **json_out)
+{
+    char err[ERR_LEN];
+    struct profile *p = NULL;
+    json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+    json_t *name = v ? json_object_get(v, "name") : NULL;
+    if (v && json_is_object(v) && json_object_size(v) == 1 && json_is_string(name)) {
+        const char *n = json_string_value(name);
+        if (!profile_name_valid(n)) {
+            snprintf(err, sizeof err, "request body: name: a profile name is [a-z0-9_-]{1,64}");
+        } else if (g->resolve(n, &p, err, g->resolve_ctx) != 0) {
+            p = NULL;
+        }
+    } else if (profile_parse(text, len, "request body", g->resolve, g->resolve_ctx, &p, err) !=
+               0) {
+        p = NULL;
+    }
+    if (p)
+        *json_out = p && !(json_is_object(v) && json_object_size(v) == 1)
+                        ? admin_compact_json(text, len)
+                        : NULL;
+    json_decref(v);
+    if (!p) {
+        request_error(r, "INVALID_PROFILE", err);
+        r->outcome = OUT_INVALID;
+    }
+    return p;
+}
+
+enum handler_result admin_put_profile(struct gateway *g, struct request *r)
+{
+    char *json = NULL;
+    struct profile *p = profile_from(g, r, r->body.data ? r->body.data : "", r->body.len, &json);
+    if (!p)
+        return H_RESPOND;
+    if (!json) { /* applied by name: show the name's file as the resolver loaded it */
+        struct buf nb;
+        buf_init(&nb);
+        buf_adds(&nb, "{\"name\":");
+        buf_add_json_strz(&nb, p->name);
+        buf_addc(&nb, '}');
+        json = buf_steal(&nb, NULL);
+    }
+    int rc = gateway_apply(g, p, json);
+    free(json);
+    if (rc != 0) {
+        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
+        return H_RESPOND;
+    }
+    return admin_get_profile(g, r);
+}
+
+enum handler_result admin_reset(struct gateway *g, struct request *r)
+{
+    /* Optional body {"profile": NAME | {...}}: apply it after the reset. */
+    struct profile *p = NULL;
+    char *json = NULL;
+    if (r->body.len > 0) {
+        json_error_t jerr;
+        json_t *v = json_loadb(r->body.data, r->body.len, JSON_REJECT_DUPLICATES, &jerr);
+        json_t *prof = v && json_is_object(v) ? json_object_get(v, "profile") : NULL;
+        if (!v || !json_is_object(v) || (json_object_size(v) > 0 && !prof)) {
+            json_decref(v);
+            request_error(r, "INVALID_REQUEST",
+                          "reset takes no body, or {\"profile\": NAME or a profile object}");
+            r->outcome = OUT_INVALID;
+            return H_RESPOND;
+        }
+        if (prof) {
+            char *text = json_is_string(prof) ? NULL : json_dumps(prof, JSON_COMPACT);
+            if (json_is_string(prof)) {
+                json_t *wrap = json_pack("{s:O}", "name", prof);
+                text = json_dumps(wrap, JSON_COMPACT);
+                json_decref(wrap);
+            }
+            p = text ? profile_from(g, r, text, strlen(text), &json) : NULL;
+            free(text);
+            if (!p) {
+                json_decref(v);
+                return H_RESPOND;
+            }
+        }
+        json_decref(v);
+    }
+    gateway_reset(g);
+    if (p) {
+        if (!json) {
+            struct buf nb;
+            buf_init(&nb);
+            buf_adds(&nb, "{\"name\":");
+            buf_add_json_strz(&nb, p->name);
+            buf_addc(&nb, '}');
+            json = buf_steal(&nb, NULL);
+        }
+        gateway_apply(g, p, json);
+        free(json);
+    }
+    return admin_get_profile(g, r);
+}
+
+enum handler_result admin_requests(struct gateway *g, struct request *r)
+{
+    size_t limit = 10000;
+    char *l = request_query(r, "limit");
+    if (l) {
+        char *end;
+        long v = strtol(l, &end, 10);
+        bool ok = *l && !*end && v >= 1 && v <= 10000;
+        free(l);
+        if (!ok) {
+            request_error(r, "INVALID_REQUEST", "limit: 1 .. 10000");
+            return H_RESPOND;
+        }
+        limit = (size_t)v;
+    }
+    size_t n;
+    struct journal_entry *v = journal_copy(&g->journal, limit, &n);
+    struct buf b;
+    buf_init(&b);
+    journal_render(&b, v, n);
+    journal_free_copy(v, n);
+    return respond_buf(r, 200, &b);
+}
+
+enum handler_result admin_metrics(struct gateway *g, struct request *r)
+{
+    struct buf b;
+    buf_init(&b);
+    metrics_render(&b, &g->metrics, &g->flight);
+    enum handler_result h = respond_buf(r, 200, &b);
+    r->resp.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    return h;
+}
+
+enum handler_result admin_report(struct gateway *g, struct request *r)
+{
+    size_t n;
+    struct journal_entry *v = journal_copy(&g->journal, SIZE_MAX, &n);
+    struct buf b;
+    buf_init(&b);
+    report_render(&b, v, n);
+    journal_free_copy(v, n);
+    return respond_buf(r, 200, &b);
 }

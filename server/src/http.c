@@ -89,11 +89,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
     (void)cls;
     (void)c;
-    (void)toe;
     struct conn_state *cs = *con_cls;
     if (!cs)
         return;
-    router_on_complete(cs->req);
+    router_on_complete(cs->req, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
     request_free(cs->req);
     free(cs);
     *con_cls = NULL;
@@ -313,6 +312,7 @@ static enum MHD_Result send_response(struct conn_state *cs)
         MHD_add_response_header(resp, "Allow", rs->allow);
     if (rs->close || rs->wire == WIRE_TRUNCATE || atomic_load(&srv->stopping))
         MHD_add_response_header(resp, "Connection", "close");
+    r->sent_ns = now_mono_ns();
     enum MHD_Result ret = MHD_queue_response(cs->conn, (unsigned)rs->status, resp);
     MHD_destroy_response(resp);
     cs->state = HS_QUEUED;

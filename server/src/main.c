@@ -17,6 +17,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "admin.h"
 #include "common.h"
 #include "config.h"
 #include "http.h"
@@ -32,7 +33,7 @@
 enum opt_id {
     O_HOST, O_PORT, O_PORT_FILE, O_PROFILE, O_PROFILES_DIR, O_SEED, O_SECRET_KEY, O_MID,
     O_MAX_BODY, O_IDEMPOTENCY_TTL, O_SESSION_TTL, O_STRICT_SESSIONS, O_IDLE_TIMEOUT,
-    O_CONSECUTIVE_CANCEL_MS, O_QUIET,
+    O_CONSECUTIVE_CANCEL_MS, O_ADMIN_TOKEN, O_QUIET,
     O_CHECK_PROFILE, O_VERSION, O_HELP, O_COUNT
 };
 
@@ -58,6 +59,7 @@ static const struct opt opts[O_COUNT] = {
     [O_STRICT_SESSIONS] = {"strict-sessions", NULL, true, "an unknown paymentKey → 404 NOT_FOUND_PAYMENT_SESSION (default: lenient)"},
     [O_IDLE_TIMEOUT] = {"idle-timeout", "SECONDS", true, "close idle keep-alive connections after this many seconds (default 30)"},
     [O_CONSECUTIVE_CANCEL_MS] = {"consecutive-cancel-ms", "MS", true, "a cancel within this many ms of the payment's previous cancel → 403 FORBIDDEN_CONSECUTIVE_REQUEST (default 1000, as Toss; 0 = off)"},
+    [O_ADMIN_TOKEN] = {"admin-token", "TOKEN", true, "require 'Authorization: Bearer TOKEN' on /__admin routes (not /__admin/health; /healthz and /metrics stay open)"},
     [O_QUIET] = {"quiet", NULL, true, "no log lines on stderr"},
     [O_CHECK_PROFILE] = {"check-profile", "FILE", false, "validate a profile file and exit: 0 valid, 2 invalid (file:line:column: message)"},
     [O_VERSION] = {"version", NULL, false, "print the version and exit"},
@@ -160,6 +162,7 @@ static int apply(struct cli *c, int id, const char *val, const char *src)
         return 0;
     }
     case O_MID: cfg->mid = val; return 0;
+    case O_ADMIN_TOKEN: cfg->admin_token = val; return 0;
     case O_MAX_BODY:
         if (!parse_u64(val, 1U << 30, &v) || v == 0)
             goto bad;
@@ -356,6 +359,20 @@ static int resolve_by_name(const char *name, struct profile **out, char err[ERR_
     return profile_load_file(path, NULL, NULL, out, err);
 }
 
+/* The profile file at `path` as compact JSON (for GET /__admin/profile), or NULL. */
+static char *read_compact(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *text = malloc(1 << 20);
+    size_t n = text ? fread(text, 1, 1 << 20, f) : 0;
+    fclose(f);
+    char *json = text ? admin_compact_json(text, n) : NULL;
+    free(text);
+    return json;
+}
+
 /* --- port file ---------------------------------------------------------------------------- */
 
 static int write_port_file(const char *path, unsigned port)
@@ -488,8 +505,13 @@ static int run(struct cli *clip, int argc, char **argv)
         rnd[0] = (uint64_t)now_unix_us() ^ ((uint64_t)getpid() << 32), rnd[1] = ~rnd[0];
     uint64_t seed = cfg->has_seed ? cfg->seed : profile->has_seed ? profile->seed : rnd[0] >> 1;
 
+    char *json = read_compact(path);
     struct gateway gw;
-    if (gateway_init(&gw, cfg, profile, seed, rnd[1]) != 0) {
+    int gi = gateway_init(&gw, cfg, profile, json, seed, rnd[1]);
+    free(json);
+    gw.resolve = resolve_by_name;
+    gw.resolve_ctx = &rctx;
+    if (gi != 0) {
         fprintf(stderr, "fakegate: out of memory\n");
         return 1;
     }
@@ -536,6 +558,5 @@ static int run(struct cli *clip, int argc, char **argv)
     if (cfg->port_file)
         unlink(cfg->port_file);
     gateway_fini(&gw);
-    profile_free(profile);
     return 0;
 }

@@ -20,8 +20,8 @@
 
 #define MAX_SAFE_INT INT64_C(9007199254740991) /* 2^53 - 1 (SPEC §7 "Numbers") */
 
-int gateway_init(struct gateway *g, const struct config *cfg, const struct profile *profile,
-                 uint64_t seed, uint64_t instance_id)
+int gateway_init(struct gateway *g, const struct config *cfg, struct profile *profile,
+                 const char *profile_json, uint64_t seed, uint64_t instance_id)
 {
     memset(g, 0, sizeof *g);
     pthread_mutex_init(&g->lock, NULL);
@@ -30,8 +30,11 @@ int gateway_init(struct gateway *g, const struct config *cfg, const struct profi
     g->cfg = cfg;
     g->profile = profile;
     attempts_init(&g->attempts);
-    g->live = live_new(profile, now_mono_ns());
-    if (!g->live)
+    pthread_mutex_init(&g->apply_lock, NULL);
+    metrics_reset(&g->metrics);
+    if (journal_init(&g->journal, 10000) != 0)
+        return -1;
+    if (gateway_apply(g, profile, profile_json) != 0)
         return -1;
     g->seed = seed;
     g->instance_id = instance_id;
@@ -39,9 +42,77 @@ int gateway_init(struct gateway *g, const struct config *cfg, const struct profi
     return 0;
 }
 
+int gateway_apply(struct gateway *g, struct profile *p, const char *json)
+{
+    struct applied *a = calloc(1, sizeof *a);
+    if (a) {
+        a->profile = p;
+        a->json = strdup(json ? json : "null");
+        a->live = live_new(p, now_mono_ns());
+        a->applied_unix_us = now_unix_us();
+    }
+    if (!a || !a->json || !a->live) {
+        if (a) {
+            live_free(a->live);
+            free(a->json);
+            free(a);
+        }
+        profile_free(p);
+        return -1;
+    }
+    pthread_mutex_lock(&g->apply_lock);
+    a->prev = g->applied;
+    g->applied = a;
+    atomic_store(&g->live, a->live);
+    pthread_mutex_unlock(&g->apply_lock);
+    return 0;
+}
+
+void gateway_reset(struct gateway *g)
+{
+    pthread_mutex_lock(&g->apply_lock);
+    pthread_mutex_lock(&g->lock);
+    ledger_reset(&g->ledger);
+    idem_reset(&g->idem);
+    g->generation++;
+    pthread_mutex_unlock(&g->lock);
+    attempts_reset(&g->attempts);
+    journal_reset(&g->journal);
+    metrics_reset(&g->metrics);
+    flight_reset_peaks(&g->flight);
+    pthread_mutex_unlock(&g->apply_lock);
+    /* Fresh buckets, budgets and window phases: the active profile applied anew. */
+    const struct profile *cur = g->applied ? g->applied->profile : g->profile;
+    struct live *l = live_new(cur, now_mono_ns());
+    if (l) {
+        pthread_mutex_lock(&g->apply_lock);
+        struct applied *a = calloc(1, sizeof *a);
+        if (a) {
+            a->profile = NULL; /* shared with the entry that owns it */
+            a->live = l;
+            a->json = g->applied ? strdup(g->applied->json) : NULL;
+            a->applied_unix_us = now_unix_us();
+            a->prev = g->applied;
+            g->applied = a;
+            atomic_store(&g->live, l);
+        } else {
+            live_free(l);
+        }
+        pthread_mutex_unlock(&g->apply_lock);
+    }
+}
+
 void gateway_fini(struct gateway *g)
 {
-    live_free(g->live);
+    for (struct applied *a = g->applied, *prev; a; a = prev) {
+        prev = a->prev;
+        live_free(a->live);
+        profile_free(a->profile);
+        free(a->json);
+        free(a);
+    }
+    journal_fini(&g->journal);
+    pthread_mutex_destroy(&g->apply_lock);
     attempts_fini(&g->attempts);
     idem_fini(&g->idem);
     ledger_fini(&g->ledger);
@@ -53,6 +124,7 @@ void gateway_fini(struct gateway *g)
 static void invalid(struct request *r, const char *code, const char *ko, const char *en)
 {
     request_error(r, code, r->lang_en ? en : ko);
+    r->outcome = OUT_INVALID;
 }
 
 /* jansson reports an integer beyond 64 bits as a parse error; name the field it belongs to by
@@ -216,6 +288,14 @@ static char *render_view(struct gateway *g, const struct payment *p, uint32_t ca
     return buf_steal(&b, len);
 }
 
+/* r's claim, unless a reset freed it since the claim was made. Lock held. */
+static struct idem_record *claim_of(struct gateway *g, struct request *r)
+{
+    if (r->claim && r->generation != g->generation)
+        r->claim = NULL;
+    return r->claim;
+}
+
 /* Replay a DONE record into r (byte-identical to the stored response). Lock held. */
 static void replay(struct gateway *g, struct request *r, const struct idem_record *rec)
 {
@@ -247,7 +327,8 @@ static void business_error(struct gateway *g, struct request *r, const char *cod
         invalid(r, code, ko, en);
     else
         request_error(r, code, NULL);
-    if (r->claim) {
+    r->outcome = OUT_BUSINESS_ERROR;
+    if (claim_of(g, r)) {
         struct idem_response s = {.status = r->resp.status, .en = r->lang_en};
         s.body = malloc(r->resp.body_len + 1);
         if (s.body) {
@@ -290,7 +371,7 @@ static enum wire how_to_wire(enum fault_how how)
 /* At the fault decision (the request leaves its queue): drop_request and error/when=before act
  * here, before idempotency, so no record exists and nothing is charged (SPEC §3). Returns true
  * if r is answered (or dropped). */
-static bool fault_before(struct request *r)
+static bool fault_before(struct gateway *g, struct request *r)
 {
     const struct fault *f = r->fault;
     if (!f)
@@ -299,31 +380,36 @@ static bool fault_before(struct request *r)
         request_respond(r, 0, NULL, 0);
         r->resp.wire = how_to_wire(f->how);
         r->resp.wire_ms = f->hang_ms;
-        return true;
-    }
-    if (f->kind == FAULT_ERROR && f->when_before) {
+        r->outcome = OUT_DROPPED_REQUEST;
+    } else if (f->kind == FAULT_ERROR && f->when_before) {
         fault_error(r, f);
-        return true;
+        r->outcome = OUT_FAULT_ERROR;
+    } else {
+        return false;
     }
-    return false;
+    atomic_fetch_add(&g->metrics.faults[f->kind], 1);
+    return true;
 }
 
 /* On the way out: whatever response r got (a success, a 409, a replay, an error) is replaced by
  * an error/when=after, or lost or slowed by drop_response / drip. */
-static void way_out(struct request *r)
+static void way_out(struct gateway *g, struct request *r)
 {
     const struct fault *f = r->fault;
-    if (!f)
+    if (!f || f->kind == FAULT_DROP_REQUEST || (f->kind == FAULT_ERROR && f->when_before))
         return;
-    if (f->kind == FAULT_ERROR && !f->when_before) {
+    if (f->kind == FAULT_ERROR) {
         fault_error(r, f);
+        r->outcome = OUT_FAULT_ERROR;
     } else if (f->kind == FAULT_DROP_RESPONSE) {
         r->resp.wire = how_to_wire(f->how);
         r->resp.wire_ms = f->hang_ms;
+        r->outcome = OUT_DROPPED_RESPONSE;
     } else if (f->kind == FAULT_DRIP) {
         r->resp.wire = WIRE_DRIP;
         r->resp.wire_ms = f->duration_ms;
     }
+    atomic_fetch_add(&g->metrics.faults[f->kind], 1);
 }
 
 /* An error/when=after fault with commit false: the gateway never processed the request. */
@@ -348,6 +434,7 @@ static bool test_code(struct request *r)
         return false;
     const struct toss_error *e = toss_error_find(r->test_code);
     request_error(r, e ? e->code : "INVALID_TEST_CODE", NULL);
+    r->outcome = e ? OUT_BUSINESS_ERROR : OUT_INVALID;
     return true;
 }
 
@@ -363,16 +450,21 @@ static enum gate idem_gate(struct gateway *g, struct request *r, const char *sco
     struct idem_record *rec = idem_lookup(&g->idem, scope, len, now);
     if (rec && rec->state == IDEM_PROCESSING) {
         request_error(r, "IDEMPOTENT_REQUEST_PROCESSING", NULL);
+        r->outcome = OUT_CONFLICT;
         return GATE_ANSWERED;
     }
     if (rec) {
-        if (rec->body_hash != r->body_hash &&
-            g->profile->on_body_mismatch == BODY_MISMATCH_REJECT)
+        r->key_reuse = rec->body_hash != r->body_hash;
+        if (r->key_reuse && r->live->profile->on_body_mismatch == BODY_MISMATCH_REJECT) {
             request_error(r, "IDEMPOTENCY_KEY_REUSED", NULL);
-        else
+            r->outcome = OUT_INVALID;
+        } else {
             replay(g, r, rec);
+            r->outcome = OUT_REPLAYED;
+        }
         return GATE_ANSWERED;
     }
+    r->generation = g->generation;
     r->claim = idem_claim(&g->idem, scope, len, r, r->body_hash, now);
     if (!r->claim) {
         request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
@@ -384,8 +476,8 @@ static enum gate idem_gate(struct gateway *g, struct request *r, const char *sco
 /* Complete r's claim with the Payment view (status 200). Lock held. */
 static void complete_success(struct gateway *g, struct request *r, struct payment *p)
 {
-    (void)g;
-    if (!r->claim)
+    r->outcome = OUT_OK;
+    if (!claim_of(g, r))
         return;
     struct idem_response s = {.status = 200, .payment = p, .view_cancels = p->n_cancels,
                               .view_status = (uint8_t)p->status, .en = r->lang_en};
@@ -395,14 +487,20 @@ static void complete_success(struct gateway *g, struct request *r, struct paymen
 
 static void release_claim(struct gateway *g, struct request *r)
 {
-    if (r->claim)
+    if (claim_of(g, r))
         idem_release(&g->idem, r->claim, r);
     r->claim = NULL;
 }
 
-static int64_t session_ttl_us(const struct gateway *g)
+/* Expire p if its session is over (counted as a transition); true if it is EXPIRED. Lock
+ * held. */
+static bool expire(struct gateway *g, struct payment *p)
 {
-    return g->cfg->session_ttl_s * 1000000;
+    bool was = p->status == PAY_EXPIRED;
+    bool now = ledger_expire_if_stale(p, now_unix_us(), g->cfg->session_ttl_s * 1000000);
+    if (now && !was)
+        atomic_fetch_add(&g->metrics.payments[PAY_EXPIRED], 1);
+    return now;
 }
 
 /* --- confirm ------------------------------------------------------------------------------ */
@@ -430,9 +528,9 @@ static bool confirm_checks(struct gateway *g, struct request *r)
             business_error(g, r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL, NULL);
             return false;
         }
+        atomic_fetch_add(&g->metrics.payments[PAY_IN_PROGRESS], 1);
     }
-    if (ledger_expire_if_stale(p, now_unix_us(), session_ttl_us(g)) ||
-        p->status == PAY_ABORTED) {
+    if (expire(g, p) || p->status == PAY_ABORTED) {
         business_error(g, r, "NOT_FOUND_PAYMENT_SESSION", NULL, NULL);
         return false;
     }
@@ -448,6 +546,7 @@ static bool confirm_checks(struct gateway *g, struct request *r)
     if (p->processing) {
         /* Transient, like a 409: not stored under this request's key. */
         request_error(r, "ALREADY_PROCESSING_REQUEST", NULL);
+        r->outcome = OUT_BUSINESS_ERROR;
         release_claim(g, r);
         return false;
     }
@@ -481,9 +580,10 @@ static enum handler_result leave_queue(struct gateway *g, struct request *r, boo
     if (draining) {
         request_error(r, "SERVICE_UNAVAILABLE", NULL);
         r->resp.close = true;
+        r->outcome = OUT_CAPPED;
         return H_RESPOND;
     }
-    if (fault_before(r))
+    if (fault_before(g, r))
         return H_RESPOND;
     if (is_read(r)) {
         r->phase = PH_PROCESSING;
@@ -511,7 +611,7 @@ static enum handler_result leave_queue(struct gateway *g, struct request *r, boo
     pthread_mutex_unlock(&g->lock);
     free(scope);
     if (res == H_RESPOND) {
-        way_out(r); /* a 409, a replay or a business error is what the network loses */
+        way_out(g, r); /* a 409, a replay or a business error is what the network loses */
         return res;
     }
     return r->latency_ms > 0 ? res : finish(g, r);
@@ -534,13 +634,15 @@ static enum handler_result commit(struct gateway *g, struct request *r)
     if (fault_uncommits(r)) {
         release_claim(g, r);
         pthread_mutex_unlock(&g->lock);
-        way_out(r);
+        way_out(g, r);
         return H_RESPOND;
     }
     size_t len = 0;
     char *body = NULL;
-    if (ledger_approve(&g->ledger, p, now_unix_us()) == 0)
+    if (ledger_approve(&g->ledger, p, now_unix_us()) == 0) {
+        atomic_fetch_add(&g->metrics.payments[PAY_DONE], 1);
         body = render_view(g, p, 0, PAY_DONE, &len);
+    }
     if (!body) {
         release_claim(g, r);
         pthread_mutex_unlock(&g->lock);
@@ -550,7 +652,7 @@ static enum handler_result commit(struct gateway *g, struct request *r)
     complete_success(g, r, p);
     pthread_mutex_unlock(&g->lock);
     request_respond(r, 200, body, len);
-    way_out(r);
+    way_out(g, r);
     return H_RESPOND;
 }
 
@@ -568,6 +670,16 @@ static void plan(struct gateway *g, struct request *r, const char *identity)
     r->queue_latency_ms = pl.queue_latency_ms;
     r->latency_ms = pl.latency_ms;
     r->fault = pl.fault;
+    r->planned = true;
+    struct journal_entry e = {
+        .order_id = r->order_id, .payment_key = r->payment_key, .idempotency_key = r->idem_key,
+        .body_hash = r->body_hash, .attempt = r->attempt, .queue_latency_ms = r->queue_latency_ms,
+        .latency_ms = r->latency_ms, .fault = fault_kind_name(r->fault ? r->fault->kind : FAULT_NONE)};
+    if (r->kind == RK_GET_ORDER)
+        e.order_id = r->path_param;
+    else if (r->kind == RK_GET_PAYMENT)
+        e.payment_key = r->path_param;
+    journal_update(&g->journal, r->journal_id, &e);
 }
 
 /* Queue the planned request: hold for queue_latency, or leave the queue now. */
@@ -612,8 +724,9 @@ enum handler_result payments_confirm(struct gateway *g, struct request *r)
     /* Lenient sessions: the payment exists from its first valid confirm (SPEC §2.1). */
     pthread_mutex_lock(&g->lock);
     struct payment *p = ledger_get(&g->ledger, r->payment_key);
-    if (!p && !g->cfg->strict_sessions && !ledger_get_by_order(&g->ledger, r->order_id))
-        p = ledger_create(&g->ledger, r->payment_key, r->order_id, r->amount, now_unix_us());
+    if (!p && !g->cfg->strict_sessions && !ledger_get_by_order(&g->ledger, r->order_id) &&
+        (p = ledger_create(&g->ledger, r->payment_key, r->order_id, r->amount, now_unix_us())))
+        atomic_fetch_add(&g->metrics.payments[PAY_IN_PROGRESS], 1);
     if (p) {
         p->confirm_attempts++;
         if (r->idem_key)
@@ -681,7 +794,7 @@ static enum handler_result cancel_commit(struct gateway *g, struct request *r)
     if (fault_uncommits(r)) {
         release_claim(g, r);
         pthread_mutex_unlock(&g->lock);
-        way_out(r);
+        way_out(g, r);
         return H_RESPOND;
     }
     int64_t now_us = now_unix_us();
@@ -704,14 +817,16 @@ static enum handler_result cancel_commit(struct gateway *g, struct request *r)
     if (code) {
         business_error(g, r, code, NULL, NULL);
         pthread_mutex_unlock(&g->lock);
-        way_out(r);
+        way_out(g, r);
         return H_RESPOND;
     }
     int64_t amount = r->cancel_amount ? r->cancel_amount : p->balance;
     size_t len = 0;
     char *body = NULL;
-    if (ledger_cancel(&g->ledger, p, amount, r->cancel_reason, now_us) == 0)
+    if (ledger_cancel(&g->ledger, p, amount, r->cancel_reason, now_us) == 0) {
+        atomic_fetch_add(&g->metrics.payments[p->status], 1);
         body = render_view(g, p, p->n_cancels, p->status, &len);
+    }
     if (!body) {
         release_claim(g, r);
         pthread_mutex_unlock(&g->lock);
@@ -721,7 +836,7 @@ static enum handler_result cancel_commit(struct gateway *g, struct request *r)
     complete_success(g, r, p);
     pthread_mutex_unlock(&g->lock);
     request_respond(r, 200, body, len);
-    way_out(r);
+    way_out(g, r);
     return H_RESPOND;
 }
 
@@ -782,6 +897,7 @@ static void transactions_now(struct gateway *g, struct request *r)
             pthread_mutex_unlock(&g->lock);
             buf_fini(&b);
             request_error(r, "INVALID_TRANSACTION_KEY", NULL);
+            r->outcome = OUT_INVALID;
             goto out;
         }
         from++;
@@ -824,9 +940,10 @@ static void read_payment(struct gateway *g, struct request *r)
     if (!p) {
         pthread_mutex_unlock(&g->lock);
         request_error(r, "NOT_FOUND_PAYMENT", NULL);
+        r->outcome = OUT_BUSINESS_ERROR;
         return;
     }
-    ledger_expire_if_stale(p, now_unix_us(), session_ttl_us(g));
+    expire(g, p);
     size_t len = 0;
     char *body = render_view(g, p, p->n_cancels, p->status, &len);
     pthread_mutex_unlock(&g->lock);
@@ -842,7 +959,7 @@ static enum handler_result read_now(struct gateway *g, struct request *r)
         transactions_now(g, r);
     else
         read_payment(g, r);
-    way_out(r);
+    way_out(g, r);
     return H_RESPOND;
 }
 
@@ -916,6 +1033,8 @@ enum handler_result payments_register_session(struct gateway *g, struct request 
         code = "DUPLICATED_ORDER_ID";
     else if (!(p = ledger_create(&g->ledger, pk, oid, amount, now_unix_us())))
         code = "FAILED_INTERNAL_SYSTEM_PROCESSING";
+    else
+        atomic_fetch_add(&g->metrics.payments[PAY_IN_PROGRESS], 1);
     size_t len = 0;
     char *body = NULL;
     if (p) {

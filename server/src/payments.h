@@ -13,31 +13,63 @@
 
 #include "config.h"
 #include "idem.h"
+#include "journal.h"
 #include "ledger.h"
 #include "live.h"
+#include "metrics.h"
 #include "profile.h"
 #include "request.h"
+
+/* A profile as applied: its parsed form, the live state, the JSON shown by GET
+ * /__admin/profile. */
+struct applied {
+    struct profile *profile;       /* owned */
+    struct live *live;             /* owned */
+    char *json;                    /* owned: the profile as compact JSON */
+    int64_t applied_unix_us;
+    struct applied *prev;
+};
 
 struct gateway {
     pthread_mutex_t lock;          /* the store lock: ledger + idem */
     struct ledger ledger;
     struct idem_store idem;
     const struct config *cfg;      /* borrowed, lives as long as the gateway */
-    const struct profile *profile; /* borrowed; the active profile */
+    const struct profile *profile; /* the profile given at start (owned by `applied`) */
     struct live *_Atomic live;     /* the active profile's state; requests keep the one they
                                       arrived under */
     struct flight flight;          /* in-flight counts per route */
     struct attempts attempts;      /* attempt numbers per (route, identity) */
+    struct journal journal;        /* the last 10 000 gateway requests */
+    struct metrics metrics;
+    uint64_t generation;           /* bumped by reset, under the store lock: a claim from an
+                                      older generation points at freed records */
+    struct applied *applied;       /* every profile ever applied, newest first (in-flight
+                                      requests may still use old ones; freed at exit) */
+    pthread_mutex_t apply_lock;    /* serialises profile switches and resets */
+    profile_resolver resolve;      /* loads a profile by name (from --profiles-dir) */
+    void *resolve_ctx;
     uint64_t seed;                 /* effective seed (--seed, the profile's, or random) */
     uint64_t instance_id;          /* random per process */
     int64_t started_unix_us;
 };
 
-/* Initialise with the settings and the active profile (both borrowed), applying the profile
- * now. `seed` is the effective seed, `instance_id` random per process. Returns 0, or -1 on out
- * of memory. Thread: main, before the daemon starts. */
-int gateway_init(struct gateway *g, const struct config *cfg, const struct profile *profile,
-                 uint64_t seed, uint64_t instance_id);
+/* Initialise with the settings (borrowed) and apply the start profile (owned from now on;
+ * `profile_json` is its compact JSON, copied). `seed` is the effective seed, `instance_id`
+ * random per process. Returns 0, or -1 on out of memory. Thread: main, before the daemon
+ * starts. */
+int gateway_init(struct gateway *g, const struct config *cfg, struct profile *profile,
+                 const char *profile_json, uint64_t seed, uint64_t instance_id);
+
+/* Apply `p` (ownership passes to the gateway; `json` is its compact JSON, copied) to every
+ * request that arrives from now on; requests in flight keep the state they arrived with.
+ * Returns 0, or -1 on out of memory (p freed, the old profile stays). Thread: any. */
+int gateway_apply(struct gateway *g, struct profile *p, const char *json);
+
+/* POST /__admin/reset: empty the ledger, idempotency records, journal, counters, peaks
+ * (restarted from the requests in flight now), attempt counts; re-apply the active profile
+ * (fresh buckets, budgets, windows). Thread: any. */
+void gateway_reset(struct gateway *g);
 void gateway_fini(struct gateway *g);
 
 /* POST /v1/payments/confirm, called once the whole body is in r->body (auth done).

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "throttle.h"
 #include "toss_errors.h"
 
 /* Largest time a profile may give: one day, in ms and in s. */
@@ -1048,6 +1049,15 @@ static int parse_throttle(struct ctx *c, json_t *obj, struct throttle *t)
             push_key(c, "throttled_s");
             return fail(c, AT_VALUE, true, "must not be more than period_s (%g > %g)",
                         t->throttled_s, t->period_s);
+        }
+        if (t->throttled_s < t->period_s && !window_retry_reachable(t)) {
+            push_key(c, "period_s");
+            return fail(c, AT_VALUE, true,
+                        "no whole-second Retry-After can leave this window (the open part "
+                        "%g s repeats every %g s, so a client returning after whole seconds "
+                        "lands in the window again); use an open part of at least 1 s, or a "
+                        "period that does not divide 1 s",
+                        t->period_s - t->throttled_s, t->period_s);
         }
     }
     int64_t status = 503;

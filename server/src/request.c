@@ -45,6 +45,7 @@ void request_respond(struct request *r, int status, char *body, size_t len)
     r->resp.body = body;
     r->resp.body_len = len;
     r->resp.content_type = NULL;
+    r->resp.code = NULL;
     r->resp.retry_after[0] = '\0';
     r->phase = PH_RESPOND;
 }
@@ -73,9 +74,11 @@ void request_reject(struct request *r, int status, const char *code, const char 
         char *text = buf_steal(&b, &len);
         request_respond(r, status, text, len);
         r->resp.content_type = "text/html";
+        r->resp.code = code;
     } else {
         request_respond(r, status, strdup(""), 0);
         r->resp.content_type = "";
+        r->resp.code = code;
     }
     snprintf(r->resp.retry_after, sizeof r->resp.retry_after, "%s", retry_after ? retry_after : "");
 }
@@ -92,6 +95,7 @@ void request_error(struct request *r, const char *code, const char *message)
     size_t len;
     char *body = buf_steal(&b, &len);
     request_respond(r, status, body, len);
+    r->resp.code = e ? e->code : code;
 }
 
 static int hexval(char c)

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "journal.h"
 #include "profile.h"
 
 struct live;
@@ -34,7 +35,12 @@ enum route_kind {
     RK_TRANSACTIONS,
     RK_HEALTH,
     RK_ADMIN_PAYMENTS,
-    RK_ADMIN_SESSIONS
+    RK_ADMIN_SESSIONS,
+    RK_ADMIN_PROFILE,
+    RK_ADMIN_RESET,
+    RK_ADMIN_REQUESTS,
+    RK_ADMIN_REPORT,
+    RK_METRICS
 };
 
 /* Where a confirm is in its life (SPEC §4 order of decisions). */
@@ -63,6 +69,7 @@ struct response {
     size_t body_len;
     bool close;            /* send Connection: close and close after */
     const char *allow;     /* static; for 405 */
+    const char *code;      /* the error code sent (static or the profile's), or NULL */
     const char *content_type; /* static; NULL = application/json, "" = none */
     char retry_after[64];  /* Retry-After value, or "" for none */
     enum wire wire;
@@ -100,6 +107,13 @@ struct request {
     char *idem_key;        /* validated Idempotency-Key, or NULL */
 
     /* Admission (router.c): counted in flight from arrival to the end of the response. */
+    bool journaled;        /* a gateway request: journaled and counted in metrics */
+    uint64_t journal_id;
+    enum outcome outcome;  /* exactly one per request (SPEC §5) */
+    bool key_reuse;        /* its Idempotency-Key came with a different body */
+    bool planned;          /* latencies were drawn (for the histogram) */
+    uint64_t generation;   /* the store generation its claim belongs to */
+    int64_t sent_ns;       /* monotonic: the answer was handed to libmicrohttpd */
     bool in_flight;
     struct live *live;     /* the profile state in force at arrival (borrowed) */
 

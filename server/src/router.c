@@ -175,6 +175,28 @@ static enum handler_result route(struct request *r)
         r->kind = RK_ADMIN_PAYMENTS;
         return H_CONTINUE;
     }
+    if (strcmp(p, "/__admin/profile") == 0) {
+        if (r->method != HM_GET && r->method != HM_PUT)
+            return method_not_allowed(r, "GET, PUT");
+        r->kind = RK_ADMIN_PROFILE;
+        return H_CONTINUE;
+    }
+    static const struct {
+        const char *path;
+        enum http_method method;
+        const char *allow;
+        enum route_kind kind;
+    } fixed[] = {{"/__admin/reset", HM_POST, "POST", RK_ADMIN_RESET},
+                 {"/__admin/requests", HM_GET, "GET", RK_ADMIN_REQUESTS},
+                 {"/__admin/report", HM_GET, "GET", RK_ADMIN_REPORT},
+                 {"/metrics", HM_GET, "GET", RK_METRICS}};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (strcmp(p, fixed[i].path) == 0) {
+            if (r->method != fixed[i].method)
+                return method_not_allowed(r, fixed[i].allow);
+            r->kind = fixed[i].kind;
+            return H_CONTINUE;
+        }
     if (strcmp(p, "/__admin/sessions") == 0) {
         if (r->method != HM_POST)
             return method_not_allowed(r, "POST");
@@ -244,12 +266,15 @@ static bool admit(struct request *r)
         retry_after_format(&t->retry_after, a.retry_after_auto_s, now_unix_us() / 1000000, ra,
                            sizeof ra);
         request_reject(r, t->status, t->code ? t->code : "SERVICE_UNAVAILABLE", NULL, t->body, ra);
+        r->outcome = OUT_THROTTLED;
+        atomic_fetch_add(&gw->metrics.throttled[r->route], 1);
         return false;
     }
     if (a.result == ADMIT_CAPPED) {
         const struct concurrency *c = a.cap;
         request_reject(r, c->status, c->code ? c->code : "SERVICE_UNAVAILABLE", NULL, BODY_JSON,
                        "");
+        r->outcome = OUT_CAPPED;
         return false;
     }
     r->in_flight = true;
@@ -257,14 +282,89 @@ static bool admit(struct request *r)
     return true;
 }
 
-void router_on_complete(struct request *r)
+void router_on_complete(struct request *r, bool completed_ok)
 {
     if (r->in_flight)
         flight_end(&gw->flight, r->route);
     r->in_flight = false;
+    struct metrics *m = &gw->metrics;
+    if (!r->journaled) {
+        atomic_fetch_add(&m->admin_requests, 1);
+        return;
+    }
+    const struct response *rs = &r->resp;
+    bool lost = rs->wire == WIRE_CLOSE || rs->wire == WIRE_RESET || rs->wire == WIRE_HANG;
+    struct journal_entry e = {.ended_mono_ns = now_mono_ns(), .sent_mono_ns = r->sent_ns,
+                              .status = lost ? 0 : rs->status, .code = lost ? NULL : rs->code,
+                              .outcome = r->outcome, .queue_latency_ms = r->queue_latency_ms,
+                              .latency_ms = r->latency_ms, .key_reuse = r->key_reuse};
+    if (!lost && rs->retry_after[0] && strspn(rs->retry_after, "0123456789") == strlen(rs->retry_after))
+        e.retry_after_s = (uint32_t)strtoul(rs->retry_after, NULL, 10);
+    if (lost)
+        e.delivered = DELIVERED_NO;
+    else if (rs->wire == WIRE_TRUNCATE)
+        e.delivered = DELIVERED_PARTIAL;
+    else if (completed_ok)
+        e.delivered = DELIVERED_YES;
+    else
+        e.delivered = r->sent_ns ? DELIVERED_PARTIAL : DELIVERED_NO;
+    journal_update(&gw->journal, r->journal_id, &e);
+    atomic_fetch_add(&m->requests[r->route][r->outcome], 1);
+    if (r->outcome == OUT_REPLAYED)
+        atomic_fetch_add(&m->replays, 1);
+    if (r->outcome == OUT_CONFLICT)
+        atomic_fetch_add(&m->conflicts, 1);
+    if (r->key_reuse)
+        atomic_fetch_add(&m->key_reuse, 1);
+    if (r->planned)
+        metrics_observe_latency(m, r->queue_latency_ms + r->latency_ms);
 }
 
+/* Admin, health and metrics calls: never journaled, delayed or faulted (SPEC §5). */
+static bool is_admin_path(const char *p)
+{
+    return strncmp(p, "/__admin/", 9) == 0 || strcmp(p, "/__admin") == 0 ||
+           strcmp(p, "/healthz") == 0 || strcmp(p, "/metrics") == 0;
+}
+
+/* --admin-token: every /__admin route but /__admin/health needs "Authorization: Bearer T". */
+static bool admin_authorized(const struct request *r)
+{
+    const char *t = gw->cfg->admin_token;
+    if (!t || strncmp(r->path, "/__admin/", 9) != 0 || strcmp(r->path, "/__admin/health") == 0)
+        return true;
+    const char *h = r->authorization;
+    return h && strncmp(h, "Bearer ", 7) == 0 && strcmp(h + 7, t) == 0;
+}
+
+static enum handler_result on_headers(struct request *r);
+
 enum handler_result router_on_headers(struct request *r)
+{
+    if (r->path && is_admin_path(r->path)) {
+        if (!admin_authorized(r)) {
+            request_error(r, "UNAUTHORIZED", NULL);
+            return H_RESPOND;
+        }
+        return on_headers(r);
+    }
+    r->journaled = true;
+    enum handler_result h = on_headers(r);
+    if (h == H_RESPOND && r->outcome == OUT_OK)
+        r->outcome = OUT_INVALID; /* 404, 405, 413, 431, TE with CL */
+    struct journal_entry e = {.arrived_unix_us = r->arrived_unix_us,
+                              .arrived_mono_ns = r->arrived_ns,
+                              .path = r->raw_uri ? r->raw_uri : r->path,
+                              .route = (int)r->route,
+                              .idempotency_key = r->idem_key_raw, /* the identity of a request
+                                                                     refused before its body */
+                              .fault = "none"};
+    snprintf(e.method, sizeof e.method, "%s", r->method_str);
+    r->journal_id = journal_begin(&gw->journal, &e);
+    return h;
+}
+
+static enum handler_result on_headers(struct request *r)
 {
     if (r->header_too_large) {
         request_error(r, "REQUEST_HEADER_FIELDS_TOO_LARGE", NULL);
@@ -283,8 +383,12 @@ enum handler_result router_on_headers(struct request *r)
         return h;
     bool v1 = r->kind == RK_CONFIRM || r->kind == RK_GET_PAYMENT || r->kind == RK_GET_ORDER ||
               r->kind == RK_CANCEL || r->kind == RK_TRANSACTIONS;
-    if (v1 && !authenticate(r))
+    if (!v1)
+        r->route = ROUTE_DEFAULT;
+    if (v1 && !authenticate(r)) {
+        r->outcome = OUT_UNAUTHORIZED;
         return H_RESPOND;
+    }
     if (v1 && !admit(r))
         return H_RESPOND;
     if (r->has_content_length && r->content_length > gw->cfg->max_body) {
@@ -302,6 +406,7 @@ enum handler_result router_on_headers(struct request *r)
 enum handler_result router_on_body(struct request *r)
 {
     if (r->body_too_large) {
+        r->outcome = OUT_INVALID;
         char ko[160], en[160];
         snprintf(ko, sizeof ko, "요청 본문이 너무 큽니다. (최대 %zu 바이트)", gw->cfg->max_body);
         snprintf(en, sizeof en, "The request body is larger than %zu bytes.", gw->cfg->max_body);
@@ -321,10 +426,22 @@ enum handler_result router_on_body(struct request *r)
     }
     case RK_ADMIN_SESSIONS:
         return payments_register_session(gw, r);
+    case RK_ADMIN_PROFILE:
+        return r->method == HM_PUT ? admin_put_profile(gw, r) : admin_get_profile(gw, r);
+    case RK_ADMIN_RESET:
+        return admin_reset(gw, r);
+    case RK_ADMIN_REQUESTS:
+        return admin_requests(gw, r);
+    case RK_ADMIN_REPORT:
+        return admin_report(gw, r);
+    case RK_METRICS:
+        return admin_metrics(gw, r);
     case RK_CONFIRM:
     case RK_CANCEL:
-        if (!check_idem_key(r))
+        if (!check_idem_key(r)) {
+            r->outcome = OUT_INVALID;
             return H_RESPOND;
+        }
         return r->kind == RK_CONFIRM ? payments_confirm(gw, r) : payments_cancel(gw, r);
     case RK_GET_PAYMENT:
     case RK_GET_ORDER:

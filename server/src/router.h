@@ -23,9 +23,10 @@ enum handler_result router_on_body(struct request *r);
 /* A held request's deadline (see payments_on_deadline). Thread: timer. */
 enum handler_result router_on_deadline(struct request *r, bool draining);
 
-/* The request's response has ended (or its connection closed): stop counting it in flight.
- * Thread: mhd (the completion callback). */
-void router_on_complete(struct request *r);
+/* The request's response has ended (or its connection closed): stop counting it in flight,
+ * complete its journal entry and count it in the metrics. `completed_ok`: libmicrohttpd sent
+ * the whole response. Thread: mhd (the completion callback). */
+void router_on_complete(struct request *r, bool completed_ok);
 
 /* Decode standard base64 (RFC 4648 alphabet, '=' padding optional but only at the end) of
  * `in` (NUL-terminated) into a new NUL-terminated buffer (caller frees). Returns NULL on any

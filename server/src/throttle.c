@@ -40,11 +40,40 @@ bool window_throttled(const struct throttle *t, int64_t since_ns, double *wait_s
     double phase = fmod(since, t->period_s);
     if (phase < 0)
         phase += t->period_s;
-    if (phase < t->throttled_s) {
-        *wait_s = t->throttled_s - phase;
-        return true;
+    if (phase >= t->throttled_s)
+        return false;
+    /* Announce a whole number of seconds that lands in an open part (SPEC §4: a client that
+     * comes back exactly when told is admitted): with an open part under 1 s the end of this
+     * window rounded up may fall into the next window. The parser rejects windows where no
+     * whole second ever lands outside (a period dividing 1 s). */
+    double end = t->throttled_s - phase;
+    double k = ceil(end - 1e-9);
+    for (int i = 0; i < 100000; i++, k += 1) {
+        double ph = fmod(phase + k, t->period_s);
+        if (ph >= t->throttled_s - 1e-9 && ph < t->period_s - 1e-9) {
+            *wait_s = k;
+            return true;
+        }
     }
-    return false;
+    *wait_s = end;
+    return true;
+}
+
+bool window_retry_reachable(const struct throttle *t)
+{
+    if (t->period_s - t->throttled_s >= 1.0)
+        return true;
+    for (double phase = 0; phase < t->throttled_s; phase += 0.001) {
+        bool found = false;
+        double k = ceil(t->throttled_s - phase - 1e-9);
+        for (int i = 0; i < 1000 && !found; i++, k += 1) {
+            double ph = fmod(phase + k, t->period_s);
+            found = ph >= t->throttled_s - 1e-9 && ph < t->period_s - 1e-9;
+        }
+        if (!found)
+            return false;
+    }
+    return true;
 }
 
 uint32_t retry_after_ceil(double wait_s)

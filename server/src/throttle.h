@@ -24,9 +24,16 @@ bool bucket_take(struct token_bucket *b, double rate_per_s, double burst, int64_
 
 /* Is a window throttle closed `since_ns` after its phase origin (the profile's application)?
  * Throttled for the first throttled_s of every period_s, shifted by offset_s. If throttled,
- * *wait_s is the time until the window ends (seconds, > 0). since_ns may be negative (before
- * the origin + offset: counted as the previous period). */
+ * *wait_s is the smallest whole number of seconds (>= the time until this window ends) after
+ * which a client lands in an open part, so that Retry-After: ceil(*wait_s) is honest even when
+ * the open part is shorter than 1 s. since_ns may be negative (before the origin + offset:
+ * counted as the previous period). */
 bool window_throttled(const struct throttle *t, int64_t since_ns, double *wait_s);
+
+/* True if, from every moment of a window throttle's closed part, some whole number of seconds
+ * later falls in an open part (checked at 1 ms steps), so an honest Retry-After exists. False
+ * e.g. for period 1 s with an open part under 1 s. */
+bool window_retry_reachable(const struct throttle *t);
 
 /* Seconds to announce for a wait of wait_s: rounded up, never 0 (a client that comes back
  * exactly when told is admitted), at most 2^31-1. */

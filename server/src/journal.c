@@ -1,0 +1,230 @@
+/* journal.c -- request journal ring (see journal.h). Invariant: ring[id % cap] holds entry id
+ * while id > next_id - cap; older ids are gone. */
+#define _POSIX_C_SOURCE 200809L
+#include "journal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common.h"
+
+const char *outcome_name(enum outcome o)
+{
+    static const char *const names[OUT_COUNT] = {
+        "ok", "replayed", "conflict", "business_error", "invalid", "unauthorized",
+        "throttled", "capped", "dropped_request", "dropped_response", "fault_error"};
+    return names[o];
+}
+
+static const char *route_label(int r)
+{
+    static const char *const names[] = {"confirm", "cancel", "read", "default"};
+    return r >= 0 && r < 4 ? names[r] : "default";
+}
+
+int journal_init(struct journal *j, size_t cap)
+{
+    pthread_mutex_init(&j->lock, NULL);
+    j->ring = calloc(cap, sizeof *j->ring);
+    j->cap = cap;
+    j->next_id = 1;
+    return j->ring ? 0 : -1;
+}
+
+static void entry_fini(struct journal_entry *e)
+{
+    free(e->path);
+    free(e->order_id);
+    free(e->payment_key);
+    free(e->idempotency_key);
+    memset(e, 0, sizeof *e);
+}
+
+void journal_fini(struct journal *j)
+{
+    for (size_t i = 0; i < j->cap; i++)
+        entry_fini(&j->ring[i]);
+    free(j->ring);
+    pthread_mutex_destroy(&j->lock);
+}
+
+void journal_reset(struct journal *j)
+{
+    pthread_mutex_lock(&j->lock);
+    for (size_t i = 0; i < j->cap; i++)
+        entry_fini(&j->ring[i]);
+    j->next_id = 1;
+    pthread_mutex_unlock(&j->lock);
+}
+
+static void set_str(char **dst, const char *src)
+{
+    if (!src)
+        return;
+    free(*dst);
+    *dst = strdup(src);
+}
+
+static void copy_entry(struct journal_entry *dst, const struct journal_entry *src)
+{
+    *dst = *src;
+    dst->path = src->path ? strdup(src->path) : NULL;
+    dst->order_id = src->order_id ? strdup(src->order_id) : NULL;
+    dst->payment_key = src->payment_key ? strdup(src->payment_key) : NULL;
+    dst->idempotency_key = src->idempotency_key ? strdup(src->idempotency_key) : NULL;
+}
+
+uint64_t journal_begin(struct journal *j, const struct journal_entry *e)
+{
+    pthread_mutex_lock(&j->lock);
+    uint64_t id = j->next_id++;
+    struct journal_entry *slot = &j->ring[id % j->cap];
+    entry_fini(slot);
+    copy_entry(slot, e);
+    slot->id = id;
+    pthread_mutex_unlock(&j->lock);
+    return id;
+}
+
+void journal_update(struct journal *j, uint64_t id, const struct journal_entry *e)
+{
+    pthread_mutex_lock(&j->lock);
+    struct journal_entry *s = &j->ring[id % j->cap];
+    if (id && s->id == id) {
+        set_str(&s->order_id, e->order_id);
+        set_str(&s->payment_key, e->payment_key);
+        set_str(&s->idempotency_key, e->idempotency_key);
+        if (e->body_hash)
+            s->body_hash = e->body_hash;
+        if (e->attempt)
+            s->attempt = e->attempt;
+        s->queue_latency_ms = e->queue_latency_ms;
+        s->latency_ms = e->latency_ms;
+        if (e->fault)
+            s->fault = e->fault;
+        if (e->ended_mono_ns) {
+            s->ended_mono_ns = e->ended_mono_ns;
+            s->sent_mono_ns = e->sent_mono_ns;
+            s->status = e->status;
+            s->code = e->code;
+            s->retry_after_s = e->retry_after_s;
+            s->outcome = e->outcome;
+            s->delivered = e->delivered;
+            s->key_reuse = e->key_reuse;
+        }
+    }
+    pthread_mutex_unlock(&j->lock);
+}
+
+struct journal_entry *journal_copy(struct journal *j, size_t limit, size_t *n)
+{
+    pthread_mutex_lock(&j->lock);
+    uint64_t last = j->next_id - 1;
+    uint64_t avail = last < j->cap ? last : j->cap;
+    if (limit < avail)
+        avail = limit;
+    struct journal_entry *v = calloc(avail ? avail : 1, sizeof *v);
+    size_t k = 0;
+    if (v)
+        for (uint64_t id = last - avail + 1; id <= last && k < avail; id++) {
+            const struct journal_entry *s = &j->ring[id % j->cap];
+            if (s->id == id)
+                copy_entry(&v[k++], s);
+        }
+    pthread_mutex_unlock(&j->lock);
+    *n = k;
+    return v;
+}
+
+void journal_free_copy(struct journal_entry *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        entry_fini(&v[i]);
+    free(v);
+}
+
+/* A JSON string in which bytes that are not UTF-8 appear as the four characters \xNN
+ * (SPEC §7: never dropped), written with JSON escaping (so "\\xNN" on the wire). */
+static void add_escaped(struct buf *b, const char *s)
+{
+    if (!s) {
+        buf_adds(b, "null");
+        return;
+    }
+    struct buf t;
+    buf_init(&t);
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        size_t len = 0;
+        if (*p < 0x80)
+            len = 1;
+        else if (*p >= 0xc2 && *p <= 0xdf)
+            len = 2;
+        else if (*p >= 0xe0 && *p <= 0xef)
+            len = 3;
+        else if (*p >= 0xf0 && *p <= 0xf4)
+            len = 4;
+        bool ok = len > 0;
+        for (size_t i = 1; ok && i < len; i++)
+            ok = (p[i] & 0xc0) == 0x80;
+        if (ok) {
+            buf_add(&t, p, len);
+            p += len;
+        } else {
+            buf_addf(&t, "\\x%02x", *p);
+            p++;
+        }
+    }
+    buf_add_json_str(b, t.data ? t.data : "", t.len);
+    buf_fini(&t);
+}
+
+void journal_render(struct buf *b, const struct journal_entry *v, size_t n)
+{
+    static const char *const delivered[] = {"pending", "yes", "no", "partial"};
+    buf_adds(b, "{\"requests\":[");
+    for (size_t i = 0; i < n; i++) {
+        const struct journal_entry *e = &v[i];
+        if (i)
+            buf_addc(b, ',');
+        time_t t = (time_t)(e->arrived_unix_us / 1000000);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        char ts[40];
+        strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+        buf_addf(b, "{\"id\":%llu,\"arrived_at\":\"%s.%06lldZ\",\"method\":",
+                 (unsigned long long)e->id, ts, (long long)(e->arrived_unix_us % 1000000));
+        buf_add_json_strz(b, e->method);
+        buf_adds(b, ",\"path\":");
+        add_escaped(b, e->path);
+        buf_addf(b, ",\"route\":\"%s\",\"order_id\":", route_label(e->route));
+        add_escaped(b, e->order_id);
+        buf_adds(b, ",\"payment_key\":");
+        add_escaped(b, e->payment_key);
+        buf_adds(b, ",\"idempotency_key\":");
+        add_escaped(b, e->idempotency_key);
+        buf_addf(b, ",\"attempt\":%u,\"decision\":{\"queue_latency_ms\":%.3f,\"latency_ms\":%.3f,"
+                    "\"fault\":\"%s\"},\"status\":",
+                 e->attempt, e->queue_latency_ms, e->latency_ms, e->fault ? e->fault : "none");
+        if (e->ended_mono_ns && e->status)
+            buf_addf(b, "%d", e->status);
+        else
+            buf_adds(b, "null");
+        buf_adds(b, ",\"code\":");
+        buf_add_json_strz(b, e->code);
+        buf_addf(b, ",\"outcome\":");
+        if (e->ended_mono_ns)
+            buf_addf(b, "\"%s\"", outcome_name(e->outcome));
+        else
+            buf_adds(b, "null");
+        buf_addf(b, ",\"delivered\":\"%s\",\"duration_ms\":", delivered[e->delivered]);
+        if (e->ended_mono_ns)
+            buf_addf(b, "%.3f", (double)(e->ended_mono_ns - e->arrived_mono_ns) / 1e6);
+        else
+            buf_adds(b, "null");
+        buf_addc(b, '}');
+    }
+    buf_adds(b, "]}");
+}

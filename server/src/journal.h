@@ -1,0 +1,77 @@
+/* journal.h -- the request journal (SPEC §5 GET /__admin/requests): a ring buffer of the last
+ * N requests, each written when it arrives and completed when it ends, so a held request shows
+ * as pending. It is also what the retry-behaviour report (report.c) reads. Thread-safe (one
+ * mutex); entries are copied out, never borrowed. */
+#ifndef FAKEGATE_JOURNAL_H
+#define FAKEGATE_JOURNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+/* Every request has exactly one outcome (SPEC §5, §7 "Metrics"). */
+enum outcome {
+    OUT_OK = 0, OUT_REPLAYED, OUT_CONFLICT, OUT_BUSINESS_ERROR, OUT_INVALID, OUT_UNAUTHORIZED,
+    OUT_THROTTLED, OUT_CAPPED, OUT_DROPPED_REQUEST, OUT_DROPPED_RESPONSE, OUT_FAULT_ERROR,
+    OUT_COUNT
+};
+
+/* "ok", "replayed", ... as metrics and the journal spell them. */
+const char *outcome_name(enum outcome o);
+
+enum delivered { DELIVERED_PENDING = 0, DELIVERED_YES, DELIVERED_NO, DELIVERED_PARTIAL };
+
+struct journal_entry {
+    uint64_t id;                 /* 1, 2, ... since the last reset; 0 = empty slot */
+    int64_t arrived_unix_us;
+    int64_t arrived_mono_ns;
+    int64_t ended_mono_ns;       /* 0 while pending */
+    int64_t sent_mono_ns;        /* when the answer was handed to the network (0: none) */
+    char method[12];
+    char *path;                  /* owned; bytes as received (escaped when rendered) */
+    int route;                   /* enum route_id */
+    char *order_id, *payment_key, *idempotency_key; /* owned, may be NULL */
+    uint64_t body_hash;          /* canonical body (0: none), for "same request" */
+    uint32_t attempt;
+    double queue_latency_ms, latency_ms;
+    const char *fault;           /* static: "none", "error", "drop_request", ... */
+    int status;                  /* 0 while pending or when nothing was sent */
+    const char *code;            /* static or NULL: the error code sent, if known */
+    uint32_t retry_after_s;      /* Retry-After sent (seconds; 0 = none) */
+    enum outcome outcome;
+    enum delivered delivered;
+    bool key_reuse;              /* its Idempotency-Key came with a different body */
+};
+
+struct journal {
+    pthread_mutex_t lock;
+    struct journal_entry *ring;
+    size_t cap;
+    uint64_t next_id;
+};
+
+/* A ring of `cap` entries (SPEC default 10 000). Returns 0, or -1 on out of memory. */
+int journal_init(struct journal *j, size_t cap);
+void journal_fini(struct journal *j);
+/* Forget every entry and restart ids at 1. */
+void journal_reset(struct journal *j);
+
+/* Write a new pending entry from *e (strings are copied). Returns its id. */
+uint64_t journal_begin(struct journal *j, const struct journal_entry *e);
+
+/* Update entry `id` (if still in the ring) with the request's details and/or its end. Strings
+ * are copied; NULL strings leave the stored ones. */
+void journal_update(struct journal *j, uint64_t id, const struct journal_entry *e);
+
+/* Copies of the newest `limit` entries, oldest first, into a new array (caller frees with
+ * journal_free_copy). *n receives the count. */
+struct journal_entry *journal_copy(struct journal *j, size_t limit, size_t *n);
+void journal_free_copy(struct journal_entry *v, size_t n);
+
+/* Render entries as {"requests":[...]} (SPEC §5 shape). Non-UTF-8 bytes are escaped as \xNN. */
+void journal_render(struct buf *b, const struct journal_entry *v, size_t n);
+
+#endif
