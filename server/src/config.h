@@ -25,6 +25,7 @@ struct config {
     unsigned idle_timeout_s;    /* --idle-timeout, seconds, default 30 */
     int64_t consecutive_cancel_ms; /* --consecutive-cancel-ms, default 1000 (Toss); 0 = off */
     bool quiet;                 /* --quiet: no access log */
+    bool log_json;              /* --log json (default text) */
     const char *admin_token;    /* --admin-token: Bearer token for /__admin (NULL: open) */
 };
 

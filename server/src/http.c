@@ -127,6 +127,12 @@ static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const cha
         r->idem_key_folded = true;
     } else if (strcasecmp(key, "TossPayments-Test-Code") == 0 && !r->test_code) {
         r->test_code = strdup(value);
+    } else if (strcasecmp(key, "X-Fakegate-Profile") == 0 && !r->ovr_profile) {
+        r->ovr_profile = strdup(value);
+    } else if (strcasecmp(key, "X-Fakegate-Fault") == 0 && !r->ovr_fault) {
+        r->ovr_fault = strdup(value);
+    } else if (strcasecmp(key, "X-Fakegate-Latency-Ms") == 0 && !r->ovr_latency) {
+        r->ovr_latency = strdup(value);
     } else if (strcasecmp(key, "Accept-Language") == 0) {
         r->lang_en = strncasecmp(value, "en", 2) == 0;
     } else if (strcasecmp(key, "Content-Length") == 0) {

@@ -181,6 +181,67 @@ static void add_escaped(struct buf *b, const char *s)
     buf_fini(&t);
 }
 
+/* Text-log value: escaped like add_escaped but without JSON quoting (spaces and quotes kept
+ * readable: the value is quoted only if it holds a space). */
+static void add_text(struct buf *b, const char *s)
+{
+    if (!s) {
+        buf_addc(b, '-');
+        return;
+    }
+    struct buf t;
+    buf_init(&t);
+    add_escaped(&t, s); /* a JSON string: "..." */
+    if (t.len >= 2 && !strchr(s, ' '))
+        buf_add(b, t.data + 1, t.len - 2);
+    else if (t.data)
+        buf_add(b, t.data, t.len);
+    buf_fini(&t);
+}
+
+void journal_log_line(struct buf *b, const struct journal_entry *e, bool json)
+{
+    static const char *const delivered[] = {"pending", "yes", "no", "partial"};
+    time_t t = (time_t)(e->arrived_unix_us / 1000000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    char ts[40];
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+    double dur = e->ended_mono_ns ? (double)(e->ended_mono_ns - e->arrived_mono_ns) / 1e6 : 0;
+    size_t start = b->len;
+    if (json) {
+        buf_addf(b, "{\"time\":\"%s.%06lldZ\",\"method\":", ts,
+                 (long long)(e->arrived_unix_us % 1000000));
+        buf_add_json_strz(b, e->method);
+        buf_adds(b, ",\"path\":");
+        add_escaped(b, e->path);
+        buf_addf(b, ",\"route\":\"%s\",\"order_id\":", route_label(e->route));
+        add_escaped(b, e->order_id);
+        buf_adds(b, ",\"idempotency_key\":");
+        add_escaped(b, e->idempotency_key);
+        buf_addf(b, ",\"decision\":{\"queue_latency_ms\":%.3f,\"latency_ms\":%.3f,\"fault\":\"%s\"},"
+                    "\"status\":%d,\"outcome\":\"%s\",\"delivered\":\"%s\",\"duration_ms\":%.3f}",
+                 e->queue_latency_ms, e->latency_ms, e->fault ? e->fault : "none", e->status,
+                 outcome_name(e->outcome), delivered[e->delivered], dur);
+    } else {
+        buf_addf(b, "%s.%06lldZ %s ", ts, (long long)(e->arrived_unix_us % 1000000), e->method);
+        add_text(b, e->path);
+        buf_addf(b, " route=%s order_id=", route_label(e->route));
+        add_text(b, e->order_id);
+        buf_adds(b, " idempotency_key=");
+        add_text(b, e->idempotency_key);
+        buf_addf(b, " fault=%s queue_latency_ms=%.1f latency_ms=%.1f status=%d outcome=%s "
+                    "delivered=%s duration_ms=%.1f",
+                 e->fault ? e->fault : "none", e->queue_latency_ms, e->latency_ms, e->status,
+                 outcome_name(e->outcome), delivered[e->delivered], dur);
+    }
+    if (b->len - start > 8191) { /* SPEC §7: a log line is at most 8 KiB */
+        b->len = start + 8188;
+        buf_adds(b, "...");
+    }
+    buf_addc(b, '\n');
+}
+
 void journal_render(struct buf *b, const struct journal_entry *v, size_t n)
 {
     static const char *const delivered[] = {"pending", "yes", "no", "partial"};

@@ -74,4 +74,9 @@ void journal_free_copy(struct journal_entry *v, size_t n);
 /* Render entries as {"requests":[...]} (SPEC §5 shape). Non-UTF-8 bytes are escaped as \xNN. */
 void journal_render(struct buf *b, const struct journal_entry *v, size_t n);
 
+/* One access-log line for entry e (SPEC §1 --log): time, method, path, route, orderId,
+ * Idempotency-Key, decision, status, delivered, duration, as `key=value` text or one JSON
+ * object; non-UTF-8 bytes as \xNN; at most 8 KiB including the newline. */
+void journal_log_line(struct buf *b, const struct journal_entry *e, bool json);
+
 #endif

@@ -33,7 +33,7 @@
 enum opt_id {
     O_HOST, O_PORT, O_PORT_FILE, O_PROFILE, O_PROFILES_DIR, O_SEED, O_SECRET_KEY, O_MID,
     O_MAX_BODY, O_IDEMPOTENCY_TTL, O_SESSION_TTL, O_STRICT_SESSIONS, O_IDLE_TIMEOUT,
-    O_CONSECUTIVE_CANCEL_MS, O_ADMIN_TOKEN, O_QUIET,
+    O_CONSECUTIVE_CANCEL_MS, O_ADMIN_TOKEN, O_LOG, O_QUIET,
     O_CHECK_PROFILE, O_VERSION, O_HELP, O_COUNT
 };
 
@@ -60,7 +60,8 @@ static const struct opt opts[O_COUNT] = {
     [O_IDLE_TIMEOUT] = {"idle-timeout", "SECONDS", true, "close idle keep-alive connections after this many seconds (default 30)"},
     [O_CONSECUTIVE_CANCEL_MS] = {"consecutive-cancel-ms", "MS", true, "a cancel within this many ms of the payment's previous cancel → 403 FORBIDDEN_CONSECUTIVE_REQUEST (default 1000, as Toss; 0 = off)"},
     [O_ADMIN_TOKEN] = {"admin-token", "TOKEN", true, "require 'Authorization: Bearer TOKEN' on /__admin routes (not /__admin/health; /healthz and /metrics stay open)"},
-    [O_QUIET] = {"quiet", NULL, true, "no log lines on stderr"},
+    [O_LOG] = {"log", "FORMAT", true, "access log on stderr, one line per request: text (default) or json"},
+    [O_QUIET] = {"quiet", NULL, true, "no access log and no start-up notes on stderr (errors still print)"},
     [O_CHECK_PROFILE] = {"check-profile", "FILE", false, "validate a profile file and exit: 0 valid, 2 invalid (file:line:column: message)"},
     [O_VERSION] = {"version", NULL, false, "print the version and exit"},
     [O_HELP] = {"help", NULL, false, "print this help and exit"},
@@ -163,6 +164,11 @@ static int apply(struct cli *c, int id, const char *val, const char *src)
     }
     case O_MID: cfg->mid = val; return 0;
     case O_ADMIN_TOKEN: cfg->admin_token = val; return 0;
+    case O_LOG:
+        if (strcmp(val, "text") != 0 && strcmp(val, "json") != 0)
+            goto bad;
+        cfg->log_json = strcmp(val, "json") == 0;
+        return 0;
     case O_MAX_BODY:
         if (!parse_u64(val, 1U << 30, &v) || v == 0)
             goto bad;
@@ -547,8 +553,22 @@ static int run(struct cli *clip, int argc, char **argv)
         sigwait(&set, &sig);
         if (sig != SIGHUP)
             break;
-        if (!cfg->quiet)
-            fprintf(stderr, "fakegate: SIGHUP: profile reload is not supported yet; ignored\n");
+        /* SIGHUP: reload the start profile's file; a profile that fails validation is
+         * rejected and the one in force stays (SPEC §1). */
+        struct profile *np = NULL;
+        if (profile_load_file(path, resolve_by_name, &rctx, &np, err) != 0) {
+            fprintf(stderr, "fakegate: SIGHUP: %s; keeping the profile in force\n", err);
+            continue;
+        }
+        char *nj = read_compact(path);
+        const char *nname = np->name;
+        char shown_name[PROFILE_NAME_MAX + 1];
+        snprintf(shown_name, sizeof shown_name, "%s", nname);
+        if (gateway_apply(&gw, np, nj) == 0)
+            fprintf(stderr, "fakegate: SIGHUP: reloaded %s (profile %s)\n", path, shown_name);
+        else
+            fprintf(stderr, "fakegate: SIGHUP: out of memory; keeping the profile in force\n");
+        free(nj);
     }
     pthread_t t;
     pthread_create(&t, NULL, second_signal, &set);

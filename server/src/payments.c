@@ -68,6 +68,35 @@ int gateway_apply(struct gateway *g, struct profile *p, const char *json)
     return 0;
 }
 
+struct live *gateway_named_live(struct gateway *g, const char *name, char err[ERR_LEN])
+{
+    if (!profile_name_valid(name)) {
+        snprintf(err, ERR_LEN, "a profile name is [a-z0-9_-]{1,64}");
+        return NULL;
+    }
+    pthread_mutex_lock(&g->apply_lock);
+    struct applied *a = g->named;
+    while (a && strcmp(a->profile->name, name) != 0)
+        a = a->prev;
+    if (!a) {
+        struct profile *p = NULL;
+        if (g->resolve && g->resolve(name, &p, err, g->resolve_ctx) == 0 &&
+            (a = calloc(1, sizeof *a)) && (a->live = live_new(p, now_mono_ns()))) {
+            a->profile = p;
+            a->prev = g->named;
+            g->named = a;
+        } else {
+            if (!g->resolve)
+                snprintf(err, ERR_LEN, "no profiles directory");
+            free(a);
+            a = NULL;
+            profile_free(p);
+        }
+    }
+    pthread_mutex_unlock(&g->apply_lock);
+    return a ? a->live : NULL;
+}
+
 void gateway_reset(struct gateway *g)
 {
     pthread_mutex_lock(&g->apply_lock);
@@ -104,6 +133,12 @@ void gateway_reset(struct gateway *g)
 
 void gateway_fini(struct gateway *g)
 {
+    for (struct applied *a = g->named, *prev; a; a = prev) {
+        prev = a->prev;
+        live_free(a->live);
+        profile_free(a->profile);
+        free(a);
+    }
     for (struct applied *a = g->applied, *prev; a; a = prev) {
         prev = a->prev;
         live_free(a->live);
@@ -667,6 +702,20 @@ static void plan(struct gateway *g, struct request *r, const char *identity)
     rng_seed_request(&rng, g->seed, (int)r->route, identity, strlen(identity), r->attempt);
     struct plan pl;
     live_plan(r->live, r->route, r->attempt, &rng, &pl);
+    if (r->ovr_fault_profile) {
+        /* X-Fakegate-Fault replaces the profile's faults for this request (its own draw). */
+        struct plan ov;
+        struct rng orng;
+        rng_seed_request(&orng, g->seed, (int)r->route + 16, identity, strlen(identity),
+                         r->attempt);
+        fault_decide(profile_route(r->ovr_fault_profile, ROUTE_DEFAULT), r->attempt, &orng, NULL,
+                     NULL, &ov);
+        pl.fault = ov.fault;
+    }
+    if (r->ovr_latency_ms >= 0) {
+        pl.queue_latency_ms = 0;
+        pl.latency_ms = r->ovr_latency_ms;
+    }
     r->queue_latency_ms = pl.queue_latency_ms;
     r->latency_ms = pl.latency_ms;
     r->fault = pl.fault;

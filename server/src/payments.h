@@ -49,6 +49,7 @@ struct gateway {
     pthread_mutex_t apply_lock;    /* serialises profile switches and resets */
     profile_resolver resolve;      /* loads a profile by name (from --profiles-dir) */
     void *resolve_ctx;
+    struct applied *named;         /* X-Fakegate-Profile: profiles loaded by name, cached */
     uint64_t seed;                 /* effective seed (--seed, the profile's, or random) */
     uint64_t instance_id;          /* random per process */
     int64_t started_unix_us;
@@ -65,6 +66,11 @@ int gateway_init(struct gateway *g, const struct config *cfg, struct profile *pr
  * request that arrives from now on; requests in flight keep the state they arrived with.
  * Returns 0, or -1 on out of memory (p freed, the old profile stays). Thread: any. */
 int gateway_apply(struct gateway *g, struct profile *p, const char *json);
+
+/* The state of the profile called `name` for X-Fakegate-Profile: loaded once through the
+ * resolver and cached (its buckets and budgets are shared by the requests that name it).
+ * Borrowed, or NULL with a message in err. Thread: any. */
+struct live *gateway_named_live(struct gateway *g, const char *name, char err[ERR_LEN]);
 
 /* POST /__admin/reset: empty the ledger, idempotency records, journal, counters, peaks
  * (restarted from the requests in flight now), attempt counts; re-apply the active profile

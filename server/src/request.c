@@ -12,8 +12,10 @@
 struct request *request_new(void)
 {
     struct request *r = calloc(1, sizeof *r);
-    if (r)
+    if (r) {
         buf_init(&r->body);
+        r->ovr_latency_ms = -1;
+    }
     return r;
 }
 
@@ -27,6 +29,10 @@ void request_free(struct request *r)
     free(r->authorization);
     free(r->idem_key_raw);
     free(r->test_code);
+    free(r->ovr_profile);
+    free(r->ovr_fault);
+    free(r->ovr_latency);
+    profile_free(r->ovr_fault_profile);
     free(r->cancel_reason);
     buf_fini(&r->body);
     free(r->path_param);

@@ -86,6 +86,9 @@ struct request {
     char *authorization;   /* Authorization header value, or NULL */
     char *idem_key_raw;    /* Idempotency-Key value as received, or NULL */
     char *test_code;       /* TossPayments-Test-Code value, or NULL */
+    char *ovr_profile;     /* X-Fakegate-Profile, or NULL */
+    char *ovr_fault;       /* X-Fakegate-Fault, or NULL */
+    char *ovr_latency;     /* X-Fakegate-Latency-Ms, or NULL */
     int idem_key_count;    /* how many Idempotency-Key headers */
     bool idem_key_folded;  /* one was folded over several lines */
     bool lang_en;          /* Accept-Language asks for English */
@@ -116,6 +119,10 @@ struct request {
     int64_t sent_ns;       /* monotonic: the answer was handed to libmicrohttpd */
     bool in_flight;
     struct live *live;     /* the profile state in force at arrival (borrowed) */
+
+    /* Per-request overrides (SPEC §4): they win over the active profile for this request. */
+    struct profile *ovr_fault_profile; /* owned: a one-fault profile parsed from the header */
+    double ovr_latency_ms;             /* >= 0, or -1 for none */
 
     /* The plan and the claim (payments.c). */
     uint32_t attempt;

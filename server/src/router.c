@@ -13,6 +13,7 @@
 #include "admin.h"
 #include "common.h"
 #include "live.h"
+#include "override.h"
 #include "throttle.h"
 
 static struct gateway *gw;
@@ -257,7 +258,22 @@ static enum handler_result route(struct request *r)
 static bool admit(struct request *r)
 {
     int64_t now = now_mono_ns(), since;
-    struct live *cur = live_current(atomic_load(&gw->live), now, &since);
+    struct live *root = atomic_load(&gw->live);
+    char err[ERR_LEN];
+    if (r->ovr_profile && !(root = gateway_named_live(gw, r->ovr_profile, err))) {
+        char msg[ERR_LEN + 64];
+        snprintf(msg, sizeof msg, "X-Fakegate-Profile: %s", err);
+        request_error(r, "INVALID_REQUEST", msg);
+        r->outcome = OUT_INVALID;
+        return false;
+    }
+    if ((r->ovr_fault && override_fault_parse(r->ovr_fault, &r->ovr_fault_profile, err) != 0) ||
+        (r->ovr_latency && override_latency_parse(r->ovr_latency, &r->ovr_latency_ms, err) != 0)) {
+        request_error(r, "INVALID_REQUEST", err);
+        r->outcome = OUT_INVALID;
+        return false;
+    }
+    struct live *cur = live_current(root, now, &since);
     struct admission a;
     live_admit(cur, since, &gw->flight, r->route, now, &a);
     if (a.result == ADMIT_THROTTLED) {
@@ -309,6 +325,23 @@ void router_on_complete(struct request *r, bool completed_ok)
     else
         e.delivered = r->sent_ns ? DELIVERED_PARTIAL : DELIVERED_NO;
     journal_update(&gw->journal, r->journal_id, &e);
+    if (!gw->cfg->quiet) {
+        e.arrived_unix_us = r->arrived_unix_us;
+        e.arrived_mono_ns = r->arrived_ns;
+        snprintf(e.method, sizeof e.method, "%s", r->method_str);
+        e.path = r->raw_uri ? r->raw_uri : r->path;
+        e.route = (int)r->route;
+        e.order_id = r->order_id ? r->order_id
+                                 : (r->kind == RK_GET_ORDER ? r->path_param : NULL);
+        e.idempotency_key = r->idem_key ? r->idem_key : r->idem_key_raw;
+        e.fault = fault_kind_name(r->fault ? r->fault->kind : FAULT_NONE);
+        struct buf line;
+        buf_init(&line);
+        journal_log_line(&line, &e, gw->cfg->log_json);
+        if (line.data)
+            fwrite(line.data, 1, line.len, stderr);
+        buf_fini(&line);
+    }
     atomic_fetch_add(&m->requests[r->route][r->outcome], 1);
     if (r->outcome == OUT_REPLAYED)
         atomic_fetch_add(&m->replays, 1);
