@@ -273,10 +273,22 @@ static enum MHD_Result drop(struct conn_state *cs)
     return MHD_NO; /* libmicrohttpd closes the connection without sending anything */
 }
 
+/* Has the client closed its side (EOF waiting on the socket)? A suspended connection never
+ * notices a client that left (libmicrohttpd 0.9.75), and the kernel still accepts the answer,
+ * so look before sending: the journal must not say "delivered" to a client that gave up. */
+static bool client_gone(struct conn_state *cs)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(cs->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    char c;
+    return ci && recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
 static enum MHD_Result send_response(struct conn_state *cs)
 {
     struct request *r = cs->req;
     struct response *rs = &r->resp;
+    r->client_gone = client_gone(cs);
     if (rs->wire == WIRE_CLOSE || rs->wire == WIRE_RESET || rs->wire == WIRE_HANG)
         return drop(cs);
     if (!rs->body) {

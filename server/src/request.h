@@ -117,6 +117,7 @@ struct request {
     bool planned;          /* latencies were drawn (for the histogram) */
     uint64_t generation;   /* the store generation its claim belongs to */
     int64_t sent_ns;       /* monotonic: the answer was handed to libmicrohttpd */
+    bool client_gone;      /* the client had closed its side before the answer was sent */
     bool in_flight;
     struct live *live;     /* the profile state in force at arrival (borrowed) */
 

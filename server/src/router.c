@@ -316,7 +316,7 @@ void router_on_complete(struct request *r, bool completed_ok)
                               .latency_ms = r->latency_ms, .key_reuse = r->key_reuse};
     if (!lost && rs->retry_after[0] && strspn(rs->retry_after, "0123456789") == strlen(rs->retry_after))
         e.retry_after_s = (uint32_t)strtoul(rs->retry_after, NULL, 10);
-    if (lost)
+    if (lost || r->client_gone)
         e.delivered = DELIVERED_NO;
     else if (rs->wire == WIRE_TRUNCATE)
         e.delivered = DELIVERED_PARTIAL;
