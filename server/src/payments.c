@@ -47,6 +47,7 @@ int gateway_apply(struct gateway *g, struct profile *p, const char *json)
     struct applied *a = calloc(1, sizeof *a);
     if (a) {
         a->profile = p;
+        a->owns = true;
         a->json = strdup(json ? json : "null");
         a->live = live_new(p, now_mono_ns());
         a->applied_unix_us = now_unix_us();
@@ -117,7 +118,8 @@ void gateway_reset(struct gateway *g)
         pthread_mutex_lock(&g->apply_lock);
         struct applied *a = calloc(1, sizeof *a);
         if (a) {
-            a->profile = NULL; /* shared with the entry that owns it */
+            a->profile = (struct profile *)cur; /* owned by an older entry */
+            a->owns = false;
             a->live = l;
             a->json = g->applied ? strdup(g->applied->json) : NULL;
             a->applied_unix_us = now_unix_us();
@@ -142,7 +144,8 @@ void gateway_fini(struct gateway *g)
     for (struct applied *a = g->applied, *prev; a; a = prev) {
         prev = a->prev;
         live_free(a->live);
-        profile_free(a->profile);
+        if (a->owns)
+            profile_free(a->profile);
         free(a->json);
         free(a);
     }

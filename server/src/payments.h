@@ -23,7 +23,8 @@
 /* A profile as applied: its parsed form, the live state, the JSON shown by GET
  * /__admin/profile. */
 struct applied {
-    struct profile *profile;       /* owned */
+    struct profile *profile;       /* the profile (owned only if `owns`) */
+    bool owns;                     /* false for a re-application by reset */
     struct live *live;             /* owned */
     char *json;                    /* owned: the profile as compact JSON */
     int64_t applied_unix_us;
