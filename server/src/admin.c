@@ -83,14 +83,6 @@ enum handler_result admin_payments(struct gateway *g, struct request *r,
     return H_RESPOND;
 }
 
-char *admin_compact_json(const char *text, size_t len)
-{
-    json_t *v = json_loadb(text, len, 0, NULL);
-    char *out = v ? json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(v);
-    return out;
-}
-
 static enum handler_result respond_buf(struct request *r, int status, struct buf *b)
 {
     if (b->oom) {
@@ -128,17 +120,17 @@ enum handler_result admin_get_profile(struct gateway *g, struct request *r)
         buf_adds(&b, "null");
     }
     buf_adds(&b, ",\"profile\":");
-    buf_adds(&b, a->json ? a->json : "null");
+    buf_adds(&b, a->profile->source ? a->profile->source : "null");
     buf_addc(&b, '}');
     pthread_mutex_unlock(&g->apply_lock);
     return respond_buf(r, 200, &b);
 }
 
 /* Parse a profile from JSON text: {"name": "x"} alone names a shipped or --profiles-dir
- * profile; anything else is a whole profile. Returns the profile and its compact JSON, or NULL
- * with r answered 400 INVALID_PROFILE (message with line:column). */
+ * profile; anything else is a whole profile. Returns the profile, or NULL with r answered 400
+ * INVALID_PROFILE (message with line:column). */
 static struct profile *profile_from(struct gateway *g, struct request *r, const char *text,
-                                    size_t len, char **json_out)
+                                    size_t len)
 {
     char err[ERR_LEN];
     struct profile *p = NULL;
@@ -155,10 +147,6 @@ static struct profile *profile_from(struct gateway *g, struct request *r, const 
                0) {
         p = NULL;
     }
-    if (p)
-        *json_out = p && !(json_is_object(v) && json_object_size(v) == 1)
-                        ? admin_compact_json(text, len)
-                        : NULL;
     json_decref(v);
     if (!p) {
         request_error(r, "INVALID_PROFILE", err);
@@ -169,21 +157,10 @@ static struct profile *profile_from(struct gateway *g, struct request *r, const 
 
 enum handler_result admin_put_profile(struct gateway *g, struct request *r)
 {
-    char *json = NULL;
-    struct profile *p = profile_from(g, r, r->body.data ? r->body.data : "", r->body.len, &json);
+    struct profile *p = profile_from(g, r, r->body.data ? r->body.data : "", r->body.len);
     if (!p)
         return H_RESPOND;
-    if (!json) { /* applied by name: show the name's file as the resolver loaded it */
-        struct buf nb;
-        buf_init(&nb);
-        buf_adds(&nb, "{\"name\":");
-        buf_add_json_strz(&nb, p->name);
-        buf_addc(&nb, '}');
-        json = buf_steal(&nb, NULL);
-    }
-    int rc = gateway_apply(g, p, json);
-    free(json);
-    if (rc != 0) {
+    if (gateway_apply(g, p) != 0) {
         request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
         return H_RESPOND;
     }
@@ -194,7 +171,6 @@ enum handler_result admin_reset(struct gateway *g, struct request *r)
 {
     /* Optional body {"profile": NAME | {...}}: apply it after the reset. */
     struct profile *p = NULL;
-    char *json = NULL;
     if (r->body.len > 0) {
         json_error_t jerr;
         json_t *v = json_loadb(r->body.data, r->body.len, JSON_REJECT_DUPLICATES, &jerr);
@@ -213,7 +189,7 @@ enum handler_result admin_reset(struct gateway *g, struct request *r)
                 text = json_dumps(wrap, JSON_COMPACT);
                 json_decref(wrap);
             }
-            p = text ? profile_from(g, r, text, strlen(text), &json) : NULL;
+            p = text ? profile_from(g, r, text, strlen(text)) : NULL;
             free(text);
             if (!p) {
                 json_decref(v);
@@ -223,18 +199,8 @@ enum handler_result admin_reset(struct gateway *g, struct request *r)
         json_decref(v);
     }
     gateway_reset(g);
-    if (p) {
-        if (!json) {
-            struct buf nb;
-            buf_init(&nb);
-            buf_adds(&nb, "{\"name\":");
-            buf_add_json_strz(&nb, p->name);
-            buf_addc(&nb, '}');
-            json = buf_steal(&nb, NULL);
-        }
-        gateway_apply(g, p, json);
-        free(json);
-    }
+    if (p)
+        gateway_apply(g, p);
     return admin_get_profile(g, r);
 }
 

@@ -37,8 +37,4 @@ enum handler_result admin_metrics(struct gateway *g, struct request *r);
 /* GET /__admin/report: retry-behaviour findings from the journal (report.h). Thread: mhd. */
 enum handler_result admin_report(struct gateway *g, struct request *r);
 
-/* `text` re-serialised as compact JSON (key order kept), or NULL if it is not JSON. Caller
- * frees. */
-char *admin_compact_json(const char *text, size_t len);
-
 #endif

@@ -17,7 +17,6 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "admin.h"
 #include "common.h"
 #include "config.h"
 #include "http.h"
@@ -365,20 +364,6 @@ static int resolve_by_name(const char *name, struct profile **out, char err[ERR_
     return profile_load_file(path, NULL, NULL, out, err);
 }
 
-/* The profile file at `path` as compact JSON (for GET /__admin/profile), or NULL. */
-static char *read_compact(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *text = malloc(1 << 20);
-    size_t n = text ? fread(text, 1, 1 << 20, f) : 0;
-    fclose(f);
-    char *json = text ? admin_compact_json(text, n) : NULL;
-    free(text);
-    return json;
-}
-
 /* --- port file ---------------------------------------------------------------------------- */
 
 static int write_port_file(const char *path, unsigned port)
@@ -511,10 +496,8 @@ static int run(struct cli *clip, int argc, char **argv)
         rnd[0] = (uint64_t)now_unix_us() ^ ((uint64_t)getpid() << 32), rnd[1] = ~rnd[0];
     uint64_t seed = cfg->has_seed ? cfg->seed : profile->has_seed ? profile->seed : rnd[0] >> 1;
 
-    char *json = read_compact(path);
     struct gateway gw;
-    int gi = gateway_init(&gw, cfg, profile, json, seed, rnd[1]);
-    free(json);
+    int gi = gateway_init(&gw, cfg, profile, seed, rnd[1]);
     gw.resolve = resolve_by_name;
     gw.resolve_ctx = &rctx;
     if (gi != 0) {
@@ -560,15 +543,12 @@ static int run(struct cli *clip, int argc, char **argv)
             fprintf(stderr, "fakegate: SIGHUP: %s; keeping the profile in force\n", err);
             continue;
         }
-        char *nj = read_compact(path);
-        const char *nname = np->name;
         char shown_name[PROFILE_NAME_MAX + 1];
-        snprintf(shown_name, sizeof shown_name, "%s", nname);
-        if (gateway_apply(&gw, np, nj) == 0)
+        snprintf(shown_name, sizeof shown_name, "%s", np->name);
+        if (gateway_apply(&gw, np) == 0)
             fprintf(stderr, "fakegate: SIGHUP: reloaded %s (profile %s)\n", path, shown_name);
         else
             fprintf(stderr, "fakegate: SIGHUP: out of memory; keeping the profile in force\n");
-        free(nj);
     }
     pthread_t t;
     pthread_create(&t, NULL, second_signal, &set);

@@ -21,7 +21,7 @@
 #define MAX_SAFE_INT INT64_C(9007199254740991) /* 2^53 - 1 (SPEC §7 "Numbers") */
 
 int gateway_init(struct gateway *g, const struct config *cfg, struct profile *profile,
-                 const char *profile_json, uint64_t seed, uint64_t instance_id)
+                 uint64_t seed, uint64_t instance_id)
 {
     memset(g, 0, sizeof *g);
     pthread_mutex_init(&g->lock, NULL);
@@ -34,7 +34,7 @@ int gateway_init(struct gateway *g, const struct config *cfg, struct profile *pr
     metrics_reset(&g->metrics);
     if (journal_init(&g->journal, 10000) != 0)
         return -1;
-    if (gateway_apply(g, profile, profile_json) != 0)
+    if (gateway_apply(g, profile) != 0)
         return -1;
     g->seed = seed;
     g->instance_id = instance_id;
@@ -42,22 +42,17 @@ int gateway_init(struct gateway *g, const struct config *cfg, struct profile *pr
     return 0;
 }
 
-int gateway_apply(struct gateway *g, struct profile *p, const char *json)
+int gateway_apply(struct gateway *g, struct profile *p)
 {
     struct applied *a = calloc(1, sizeof *a);
     if (a) {
         a->profile = p;
         a->owns = true;
-        a->json = strdup(json ? json : "null");
         a->live = live_new(p, now_mono_ns());
         a->applied_unix_us = now_unix_us();
     }
-    if (!a || !a->json || !a->live) {
-        if (a) {
-            live_free(a->live);
-            free(a->json);
-            free(a);
-        }
+    if (!a || !a->live) {
+        free(a);
         profile_free(p);
         return -1;
     }
@@ -121,7 +116,6 @@ void gateway_reset(struct gateway *g)
             a->profile = (struct profile *)cur; /* owned by an older entry */
             a->owns = false;
             a->live = l;
-            a->json = g->applied ? strdup(g->applied->json) : NULL;
             a->applied_unix_us = now_unix_us();
             a->prev = g->applied;
             g->applied = a;
@@ -146,7 +140,6 @@ void gateway_fini(struct gateway *g)
         live_free(a->live);
         if (a->owns)
             profile_free(a->profile);
-        free(a->json);
         free(a);
     }
     journal_fini(&g->journal);

@@ -20,13 +20,11 @@
 #include "profile.h"
 #include "request.h"
 
-/* A profile as applied: its parsed form, the live state, the JSON shown by GET
- * /__admin/profile. */
+/* A profile as applied: its parsed form and its live state. */
 struct applied {
     struct profile *profile;       /* the profile (owned only if `owns`) */
     bool owns;                     /* false for a re-application by reset */
     struct live *live;             /* owned */
-    char *json;                    /* owned: the profile as compact JSON */
     int64_t applied_unix_us;
     struct applied *prev;
 };
@@ -56,17 +54,16 @@ struct gateway {
     int64_t started_unix_us;
 };
 
-/* Initialise with the settings (borrowed) and apply the start profile (owned from now on;
- * `profile_json` is its compact JSON, copied). `seed` is the effective seed, `instance_id`
- * random per process. Returns 0, or -1 on out of memory. Thread: main, before the daemon
- * starts. */
+/* Initialise with the settings (borrowed) and apply the start profile (owned from now on).
+ * `seed` is the effective seed, `instance_id` random per process. Returns 0, or -1 on out of
+ * memory. Thread: main, before the daemon starts. */
 int gateway_init(struct gateway *g, const struct config *cfg, struct profile *profile,
-                 const char *profile_json, uint64_t seed, uint64_t instance_id);
+                 uint64_t seed, uint64_t instance_id);
 
-/* Apply `p` (ownership passes to the gateway; `json` is its compact JSON, copied) to every
- * request that arrives from now on; requests in flight keep the state they arrived with.
- * Returns 0, or -1 on out of memory (p freed, the old profile stays). Thread: any. */
-int gateway_apply(struct gateway *g, struct profile *p, const char *json);
+/* Apply `p` (ownership passes to the gateway) to every request that arrives from now on;
+ * requests in flight keep the state they arrived with. Returns 0, or -1 on out of memory (p
+ * freed, the old profile stays). Thread: any. */
+int gateway_apply(struct gateway *g, struct profile *p);
 
 /* The state of the profile called `name` for X-Fakegate-Profile: loaded once through the
  * resolver and cached (its buckets and budgets are shared by the requests that name it).

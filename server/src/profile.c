@@ -97,6 +97,7 @@ void profile_free(struct profile *p)
         profile_free(p->phases[i].profile);
     free(p->phases);
     free(p->description);
+    free(p->source);
     free(p);
 }
 
@@ -1406,6 +1407,8 @@ int profile_parse(const char *text, size_t len, const char *origin, profile_reso
     parse_depth++;
     int rc = parse_top(&c, root, p, false);
     parse_depth--;
+    if (rc == 0)
+        p->source = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
     json_decref(root);
     if (rc != 0) {
         profile_free(p);

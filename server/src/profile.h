@@ -101,6 +101,8 @@ struct schedule_phase {
 struct profile {
     char name[PROFILE_NAME_MAX + 1];     /* [a-z0-9_-]{1,64} */
     char *description;                  /* owned; may be NULL */
+    char *source;                       /* owned: the profile as compact JSON, keys in the
+                                           order written (GET /__admin/profile) */
     bool has_seed;
     uint64_t seed;                      /* "seed" in the profile, if has_seed */
     enum body_mismatch on_body_mismatch; /* "idempotency": {"on_body_mismatch": ...} */
