@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "journal.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@ int journal_init(struct journal *j, size_t cap)
     j->ring = calloc(cap, sizeof *j->ring);
     j->cap = cap;
     j->next_id = 1;
+    j->first_id = 1;
     return j->ring ? 0 : -1;
 }
 
@@ -52,10 +54,11 @@ void journal_fini(struct journal *j)
 
 void journal_reset(struct journal *j)
 {
+    /* Ids carry on: a request held across the reset must not complete a newer entry. */
     pthread_mutex_lock(&j->lock);
     for (size_t i = 0; i < j->cap; i++)
         entry_fini(&j->ring[i]);
-    j->next_id = 1;
+    j->first_id = j->next_id;
     pthread_mutex_unlock(&j->lock);
 }
 
@@ -122,7 +125,8 @@ struct journal_entry *journal_copy(struct journal *j, size_t limit, size_t *n)
 {
     pthread_mutex_lock(&j->lock);
     uint64_t last = j->next_id - 1;
-    uint64_t avail = last < j->cap ? last : j->cap;
+    uint64_t kept = last - (j->first_id - 1); /* entries written since the last reset */
+    uint64_t avail = kept < j->cap ? kept : j->cap;
     if (limit < avail)
         avail = limit;
     struct journal_entry *v = calloc(avail ? avail : 1, sizeof *v);
@@ -145,20 +149,16 @@ void journal_free_copy(struct journal_entry *v, size_t n)
     free(v);
 }
 
-/* A JSON string in which bytes that are not UTF-8 appear as the four characters \xNN
- * (SPEC §7: never dropped), written with JSON escaping (so "\\xNN" on the wire). */
-static void add_escaped(struct buf *b, const char *s)
+/* Append s to b with bytes that are not valid UTF-8, and control characters, written as the
+ * four characters \xNN (lower-case hex; SPEC §7: never dropped); valid UTF-8 is kept. Stops
+ * before `max` output bytes (then appends "..."), never inside an escape or a character. */
+static void escape_bytes(struct buf *b, const char *s, size_t max)
 {
-    if (!s) {
-        buf_adds(b, "null");
-        return;
-    }
-    struct buf t;
-    buf_init(&t);
+    size_t start = b->len;
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
         size_t len = 0;
-        if (*p < 0x80)
+        if (*p >= 0x20 && *p < 0x7f)
             len = 1;
         else if (*p >= 0xc2 && *p <= 0xdf)
             len = 2;
@@ -169,34 +169,52 @@ static void add_escaped(struct buf *b, const char *s)
         bool ok = len > 0;
         for (size_t i = 1; ok && i < len; i++)
             ok = (p[i] & 0xc0) == 0x80;
+        size_t need = ok ? len : 4;
+        if (b->len - start + need > max) {
+            buf_adds(b, "...");
+            return;
+        }
         if (ok) {
-            buf_add(&t, p, len);
+            buf_add(b, p, len);
             p += len;
         } else {
-            buf_addf(&t, "\\x%02x", *p);
+            buf_addf(b, "\\x%02x", *p);
             p++;
         }
     }
-    buf_add_json_str(b, t.data ? t.data : "", t.len);
-    buf_fini(&t);
 }
 
-/* Text-log value: escaped like add_escaped but without JSON quoting (spaces and quotes kept
- * readable: the value is quoted only if it holds a space). */
-static void add_text(struct buf *b, const char *s)
+/* A JSON string holding escape_bytes(s) (so "\\xNN" on the wire, which reads back as \xNN). */
+static void add_escaped_max(struct buf *b, const char *s, size_t max)
 {
     if (!s) {
-        buf_addc(b, '-');
+        buf_adds(b, "null");
         return;
     }
     struct buf t;
     buf_init(&t);
-    add_escaped(&t, s); /* a JSON string: "..." */
-    if (t.len >= 2 && !strchr(s, ' '))
-        buf_add(b, t.data + 1, t.len - 2);
-    else if (t.data)
-        buf_add(b, t.data, t.len);
+    escape_bytes(&t, s, max);
+    buf_add_json_str(b, t.data ? t.data : "", t.len);
     buf_fini(&t);
+}
+
+static void add_escaped(struct buf *b, const char *s)
+{
+    add_escaped_max(b, s, SIZE_MAX);
+}
+
+
+/* A log line's free-text fields (path, orderId, key) are cut at 1200 bytes each: even if JSON
+ * escaping doubled every byte of all three, a line stays under 8 KiB (SPEC §7). */
+#define LOG_FIELD_MAX 1200
+
+/* Text-log value: \xNN-escaped, not quoted. */
+static void add_text(struct buf *b, const char *s)
+{
+    if (!s)
+        buf_addc(b, '-');
+    else
+        escape_bytes(b, s, LOG_FIELD_MAX);
 }
 
 void journal_log_line(struct buf *b, const struct journal_entry *e, bool json)
@@ -208,17 +226,16 @@ void journal_log_line(struct buf *b, const struct journal_entry *e, bool json)
     char ts[40];
     strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
     double dur = e->ended_mono_ns ? (double)(e->ended_mono_ns - e->arrived_mono_ns) / 1e6 : 0;
-    size_t start = b->len;
     if (json) {
         buf_addf(b, "{\"time\":\"%s.%06lldZ\",\"method\":", ts,
                  (long long)(e->arrived_unix_us % 1000000));
         buf_add_json_strz(b, e->method);
         buf_adds(b, ",\"path\":");
-        add_escaped(b, e->path);
+        add_escaped_max(b, e->path, LOG_FIELD_MAX);
         buf_addf(b, ",\"route\":\"%s\",\"order_id\":", route_label(e->route));
-        add_escaped(b, e->order_id);
+        add_escaped_max(b, e->order_id, LOG_FIELD_MAX);
         buf_adds(b, ",\"idempotency_key\":");
-        add_escaped(b, e->idempotency_key);
+        add_escaped_max(b, e->idempotency_key, LOG_FIELD_MAX);
         buf_addf(b, ",\"decision\":{\"queue_latency_ms\":%.3f,\"latency_ms\":%.3f,\"fault\":\"%s\"},"
                     "\"status\":%d,\"outcome\":\"%s\",\"delivered\":\"%s\",\"duration_ms\":%.3f}",
                  e->queue_latency_ms, e->latency_ms, e->fault ? e->fault : "none", e->status,
@@ -234,10 +251,6 @@ void journal_log_line(struct buf *b, const struct journal_entry *e, bool json)
                     "delivered=%s duration_ms=%.1f",
                  e->fault ? e->fault : "none", e->queue_latency_ms, e->latency_ms, e->status,
                  outcome_name(e->outcome), delivered[e->delivered], dur);
-    }
-    if (b->len - start > 8191) { /* SPEC §7: a log line is at most 8 KiB */
-        b->len = start + 8188;
-        buf_adds(b, "...");
     }
     buf_addc(b, '\n');
 }

@@ -25,7 +25,8 @@ const char *outcome_name(enum outcome o);
 enum delivered { DELIVERED_PENDING = 0, DELIVERED_YES, DELIVERED_NO, DELIVERED_PARTIAL };
 
 struct journal_entry {
-    uint64_t id;                 /* 1, 2, ... since the last reset; 0 = empty slot */
+    uint64_t id;                 /* 1, 2, ... in arrival order (not restarted by reset);
+                                    0 = empty slot */
     int64_t arrived_unix_us;
     int64_t arrived_mono_ns;
     int64_t ended_mono_ns;       /* 0 while pending */
@@ -51,12 +52,14 @@ struct journal {
     struct journal_entry *ring;
     size_t cap;
     uint64_t next_id;
+    uint64_t first_id;           /* the first id written since the last reset */
 };
 
 /* A ring of `cap` entries (SPEC default 10 000). Returns 0, or -1 on out of memory. */
 int journal_init(struct journal *j, size_t cap);
 void journal_fini(struct journal *j);
-/* Forget every entry and restart ids at 1. */
+/* Forget every entry. Ids carry on (a request held across the reset cannot complete a newer
+ * entry). */
 void journal_reset(struct journal *j);
 
 /* Write a new pending entry from *e (strings are copied). Returns its id. */

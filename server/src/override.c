@@ -93,11 +93,19 @@ int override_fault_parse(const char *header, struct profile **out, char err[ERR_
     int rc = text ? profile_parse(text, strlen(text), "h", NULL, NULL, out, perr) : -1;
     free(text);
     if (rc != 0) {
-        /* "h:1:C: routes.default.faults[0].how: ..." → the part after the path prefix. */
-        const char *m = strstr(perr, "faults[0]");
-        m = m ? m + 9 : perr;
-        if (*m == '.')
+        /* "h:1:C: routes.default.faults[0].how: ..." → "how: ...": neither the position nor
+         * the path belongs to the header the client wrote. */
+        const char *m = perr;
+        for (int colons = 0; *m && colons < 3; m++)
+            colons += *m == ':';
+        while (*m == ' ')
             m++;
+        const char *f = strstr(m, "faults[0]");
+        if (f) {
+            m = f + 9; /* ".how: ..." or ": missing ..." (the fault object itself) */
+            while (*m == '.' || *m == ':' || *m == ' ')
+                m++;
+        }
         snprintf(err, ERR_LEN, "X-Fakegate-Fault: %.400s", m);
         goto fail;
     }

@@ -618,6 +618,7 @@ static enum handler_result leave_queue(struct gateway *g, struct request *r, boo
         return H_RESPOND;
     if (is_read(r)) {
         r->phase = PH_PROCESSING;
+        r->latency_spent = true;
         r->hold_until_ns += ms_to_ns(r->latency_ms);
         return r->latency_ms > 0 ? H_HOLD : finish(g, r);
     }
@@ -636,6 +637,7 @@ static enum handler_result leave_queue(struct gateway *g, struct request *r, boo
     if (idem_gate(g, r, scope, scope_len, now) == GATE_PASS &&
         (r->kind == RK_CANCEL || confirm_checks(g, r))) {
         r->phase = PH_PROCESSING;
+        r->latency_spent = true;
         r->hold_until_ns += ms_to_ns(r->latency_ms);
         res = H_HOLD;
     }
@@ -658,6 +660,7 @@ static enum handler_result commit(struct gateway *g, struct request *r)
         r->claim = NULL;
         r->holds_payment = false;
         request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
+        r->outcome = OUT_BUSINESS_ERROR;
         return H_RESPOND;
     }
     p->processing = false;
@@ -757,8 +760,7 @@ enum handler_result payments_confirm(struct gateway *g, struct request *r)
     r->payment_key = strdup(pk);
     r->order_id = strdup(oid);
     r->amount = amount;
-    if (r->idem_key)
-        r->body_hash = canonical_hash(root);
+    r->body_hash = canonical_hash(root); /* idempotency and the report's "same request" */
     json_decref(root);
     if (!r->payment_key || !r->order_id) {
         request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
@@ -820,8 +822,7 @@ enum handler_result payments_cancel(struct gateway *g, struct request *r)
     }
     r->cancel_reason = strdup(json_string_value(reason));
     r->payment_key = strdup(r->path_param);
-    if (r->idem_key)
-        r->body_hash = canonical_hash(root);
+    r->body_hash = canonical_hash(root); /* idempotency and the report's "same request" */
     json_decref(root);
     if (!r->cancel_reason || !r->payment_key) {
         request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);

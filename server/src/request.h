@@ -115,6 +115,8 @@ struct request {
     enum outcome outcome;  /* exactly one per request (SPEC §5) */
     bool key_reuse;        /* its Idempotency-Key came with a different body */
     bool planned;          /* latencies were drawn (for the histogram) */
+    bool latency_spent;    /* it went on into its processing latency (not a 409, replay, drop
+                              or early error) */
     uint64_t generation;   /* the store generation its claim belongs to */
     int64_t sent_ns;       /* monotonic: the answer was handed to libmicrohttpd */
     bool client_gone;      /* the client had closed its side before the answer was sent */

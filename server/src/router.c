@@ -349,8 +349,8 @@ void router_on_complete(struct request *r, bool completed_ok)
         atomic_fetch_add(&m->conflicts, 1);
     if (r->key_reuse)
         atomic_fetch_add(&m->key_reuse, 1);
-    if (r->planned)
-        metrics_observe_latency(m, r->queue_latency_ms + r->latency_ms);
+    if (r->planned) /* what was really injected: the queue, and the latency if it got there */
+        metrics_observe_latency(m, r->queue_latency_ms + (r->latency_spent ? r->latency_ms : 0));
 }
 
 /* Admin, health and metrics calls: never journaled, delayed or faulted (SPEC §5). */
