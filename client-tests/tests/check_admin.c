@@ -1078,6 +1078,28 @@ static bool all_requests_zero(const struct prom *p, char *which, size_t n)
     return true;
 }
 
+/* Regression: a second reset re-applied a NULL profile (the first reset's record borrowed it). */
+START_TEST(test_reset_three_times_in_a_row_keeps_serving)
+{
+    fg_server *s = start_confirm("{\"latency\":{\"dist\":\"fixed\",\"ms\":0}}");
+    for (int i = 0; i < 3; i++) {
+        fg_response r;
+        admin_call(s, "POST", "/__admin/reset", NULL, NULL, &r);
+        assert_status_at(__LINE__, &r, 200);
+        fg_response_fini(&r);
+    }
+    fg_response r;
+    confirm_fresh(s, "pk_rrr", "order_rrr_1", 1000, "rrr-1", &r);
+    assert_status_at(__LINE__, &r, 200);
+    fg_response_fini(&r);
+    json_t *p = admin_json(s, "/__admin/profile");
+    ck_assert_ptr_nonnull(json_object_get(p, "profile"));
+    ck_assert(json_is_object(json_object_get(p, "profile")));
+    json_decref(p);
+    stop_server(s);
+}
+END_TEST
+
 START_TEST(test_reset_empties_everything)
 {
     fg_server *s = start_confirm("{'latency':{'dist':'fixed','ms':0}}");
@@ -2158,6 +2180,7 @@ static Suite *admin_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_put_profile_validation);
     tcase_add_test(tc, test_reset_empties_everything);
+    tcase_add_test(tc, test_reset_three_times_in_a_row_keeps_serving);
     tcase_add_test(tc, test_request_spanning_reset_leaves_new_journal_alone);
     suite_add_tcase(su, tc);
 
