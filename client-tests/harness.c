@@ -386,7 +386,8 @@ fg_server *fg_start(const fg_opts *opts, char err[FG_ERR_LEN])
     argv[argc++] = "0";
     argv[argc++] = "--port-file";
     argv[argc++] = s->port_file;
-    argv[argc++] = "--quiet";
+    if (!opts->access_log)
+        argv[argc++] = "--quiet";
     const char *profile = opts->profile_json;
     if (profile == NULL && !args_have(opts->args, "--profile"))
         profile = FG_PROFILE_INSTANT;

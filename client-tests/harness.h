@@ -41,6 +41,9 @@ typedef struct fg_opts {
     /* Read the child's stdout through a pipe: fg_start then waits (at most 5 s) for the first
      * line and stores it in fg_server.ready_line. false: stdout goes to <tmpdir>/stdout. */
     bool capture_stdout;
+    /* Do not pass --quiet: the access log and start-up notes go to the child's stderr
+     * (<tmpdir>/stderr, read with fg_server_stderr). false: --quiet, as before. */
+    bool access_log;
 } fg_opts;
 
 /* A running (or stopped) server. Owned by the caller: fg_free. Fields are read-only. */
@@ -59,10 +62,10 @@ typedef struct fg_server {
 } fg_server;
 
 /* Start $FAKEGATE_BIN (default "build/fakegate") with `--port 0 --port-file <tmpdir>/port
- * --quiet`, the profile, the secret key and opts->args. Waits at most 10 s for the port file
- * to appear non-empty while checking (waitpid WNOHANG) that the child has not exited, then
- * sends one GET /healthz and requires 200 (no retry: the port file must be written only after
- * the socket listens). `opts` may be NULL (all defaults).
+ * --quiet` (without --quiet if opts->access_log), the profile, the secret key and opts->args.
+ * Waits at most 10 s for the port file to appear non-empty while checking (waitpid WNOHANG)
+ * that the child has not exited, then sends one GET /healthz and requires 200 (no retry: the
+ * port file must be written only after the socket listens). `opts` may be NULL (all defaults).
  * Returns the server (caller owns it: fg_free), or NULL with a message in `err` (it includes
  * the child's exit status and stderr when the child died). Thread: the child is killed with
  * SIGKILL when the *calling thread* exits (PR_SET_PDEATHSIG), so call it from the thread that

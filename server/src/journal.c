@@ -149,16 +149,19 @@ void journal_free_copy(struct journal_entry *v, size_t n)
     free(v);
 }
 
-/* Append s to b with bytes that are not valid UTF-8, and control characters, written as the
- * four characters \xNN (lower-case hex; SPEC §7: never dropped); valid UTF-8 is kept. Stops
- * before `max` output bytes (then appends "..."), never inside an escape or a character. */
-static void escape_bytes(struct buf *b, const char *s, size_t max)
+/* Append s to b with bytes that are not valid UTF-8, and control characters (and spaces, with
+ * escape_space), written as the four characters \xNN (lower-case hex; SPEC §7: never dropped);
+ * valid UTF-8 is kept. Stops before `max` output bytes (then appends "..."), never inside an
+ * escape or a character. */
+static void escape_bytes(struct buf *b, const char *s, size_t max, bool escape_space)
 {
     size_t start = b->len;
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
         size_t len = 0;
-        if (*p >= 0x20 && *p < 0x7f)
+        if (*p > 0x20 && *p < 0x7f)
+            len = 1;
+        else if (*p == ' ' && !escape_space)
             len = 1;
         else if (*p >= 0xc2 && *p <= 0xdf)
             len = 2;
@@ -193,7 +196,7 @@ static void add_escaped_max(struct buf *b, const char *s, size_t max)
     }
     struct buf t;
     buf_init(&t);
-    escape_bytes(&t, s, max);
+    escape_bytes(&t, s, max, false);
     buf_add_json_str(b, t.data ? t.data : "", t.len);
     buf_fini(&t);
 }
@@ -214,7 +217,7 @@ static void add_text(struct buf *b, const char *s)
     if (!s)
         buf_addc(b, '-');
     else
-        escape_bytes(b, s, LOG_FIELD_MAX);
+        escape_bytes(b, s, LOG_FIELD_MAX, true); /* a space would split the value */
 }
 
 void journal_log_line(struct buf *b, const struct journal_entry *e, bool json)

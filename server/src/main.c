@@ -297,17 +297,21 @@ static bool file_exists(const char *p)
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* Resolve --profile to a file path in out. 0, or -1 with err set. */
-static int resolve_profile(const struct config *cfg, const char *argv0, char *out, size_t len,
-                           char err[ERR_LEN])
+/* Resolve cfg->profile (a name or a path) to a file path in out. `from_flag`: messages name the
+ * --profile flag (else the name comes from a schedule or X-Fakegate-Profile). 0, or -1 with err
+ * set. */
+static int resolve_profile(const struct config *cfg, const char *argv0, bool from_flag, char *out,
+                           size_t len, char err[ERR_LEN])
 {
     const char *p = cfg->profile;
     if (strchr(p, '/') || (strlen(p) > 5 && strcmp(p + strlen(p) - 5, ".json") == 0)) {
         snprintf(out, len, "%s", p);
         return 0;
     }
+    char subject[96];
+    snprintf(subject, sizeof subject, from_flag ? "--profile %s" : "profile \"%s\"", p);
     if (!profile_name_valid(p)) {
-        snprintf(err, ERR_LEN, "--profile %s: a profile name is [a-z0-9_-]{1,64}, or give a path", p);
+        snprintf(err, ERR_LEN, "%s: a profile name is [a-z0-9_-]{1,64}, or give a path", subject);
         return -1;
     }
     char exe[PATH_MAX] = "", dirs[4][PATH_MAX + 32];
@@ -335,7 +339,7 @@ static int resolve_profile(const struct config *cfg, const char *argv0, char *ou
         if (w > 0 && (size_t)w < len && file_exists(out))
             return 0;
     }
-    int w = snprintf(err, ERR_LEN, "--profile %s: no %s.json in", p, p);
+    int w = snprintf(err, ERR_LEN, "%s: no %s.json in", subject, p);
     for (int i = 0; i < nd && w > 0 && w < ERR_LEN; i++)
         w += snprintf(err + w, ERR_LEN - (size_t)w, "%s %.150s", i ? "," : "", dirs[i]);
     if (w > 0 && w < ERR_LEN)
@@ -359,7 +363,7 @@ static int resolve_by_name(const char *name, struct profile **out, char err[ERR_
         snprintf(err, ERR_LEN, "a profile name is [a-z0-9_-]{1,64}");
         return -1;
     }
-    if (resolve_profile(&c, rc->argv0, path, sizeof path, err) != 0)
+    if (resolve_profile(&c, rc->argv0, false, path, sizeof path, err) != 0)
         return -1;
     return profile_load_file(path, NULL, NULL, out, err);
 }
@@ -476,7 +480,7 @@ static int run(struct cli *clip, int argc, char **argv)
     }
     char path[PATH_MAX + 64];
     struct resolver_ctx rctx = {cfg, argv[0]};
-    if (resolve_profile(cfg, argv[0], path, sizeof path, err) != 0 ||
+    if (resolve_profile(cfg, argv[0], true, path, sizeof path, err) != 0 ||
         profile_load_file(path, resolve_by_name, &rctx, &profile, err) != 0) {
         fprintf(stderr, "fakegate: %s\n", err);
         return 2;
@@ -545,9 +549,10 @@ static int run(struct cli *clip, int argc, char **argv)
         }
         char shown_name[PROFILE_NAME_MAX + 1];
         snprintf(shown_name, sizeof shown_name, "%s", np->name);
-        if (gateway_apply(&gw, np) == 0)
-            fprintf(stderr, "fakegate: SIGHUP: reloaded %s (profile %s)\n", path, shown_name);
-        else
+        if (gateway_apply(&gw, np) == 0) {
+            if (!cfg->quiet)
+                fprintf(stderr, "fakegate: SIGHUP: reloaded %s (profile %s)\n", path, shown_name);
+        } else
             fprintf(stderr, "fakegate: SIGHUP: out of memory; keeping the profile in force\n");
     }
     pthread_t t;

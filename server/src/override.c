@@ -120,11 +120,14 @@ fail:
 
 int override_latency_parse(const char *header, double *ms, char err[ERR_LEN])
 {
+    /* Plain decimal only (no hex, exponent or sign): "2500" or "2.5". */
+    size_t digits = strspn(header, "0123456789");
+    const char *rest = header + digits;
+    if (*rest == '.' && digits > 0)
+        rest += 1 + strspn(rest + 1, "0123456789");
     char *end;
     double v = strtod(header, &end);
-    while (*end == ' ')
-        end++;
-    if (!*header || *end || !isfinite(v) || v < 0 || v > 86400000) {
+    if (digits == 0 || *rest || end != rest || !isfinite(v) || v > 86400000) {
         snprintf(err, ERR_LEN, "X-Fakegate-Latency-Ms: expected milliseconds from 0 to 86400000, "
                                "got \"%.60s\"", header);
         return -1;

@@ -13,8 +13,8 @@
  * (caller frees with profile_free), or -1 with a message in err. */
 int override_fault_parse(const char *header, struct profile **out, char err[ERR_LEN]);
 
-/* Parse X-Fakegate-Latency-Ms: a number of ms in 0 .. 86 400 000. Returns 0 and *ms, or -1 with a
- * message in err. */
+/* Parse X-Fakegate-Latency-Ms: a plain decimal number of ms ("2500", "2.5") in 0 .. 86 400 000.
+ * Returns 0 and *ms, or -1 with a message in err. */
 int override_latency_parse(const char *header, double *ms, char err[ERR_LEN]);
 
 #endif
