@@ -1051,15 +1051,6 @@ static int parse_throttle(struct ctx *c, json_t *obj, struct throttle *t)
             return fail(c, AT_VALUE, true, "must not be more than period_s (%g > %g)",
                         t->throttled_s, t->period_s);
         }
-        if (t->throttled_s < t->period_s && !window_retry_reachable(t)) {
-            push_key(c, "period_s");
-            return fail(c, AT_VALUE, true,
-                        "no whole-second Retry-After can leave this window (the open part "
-                        "%g s repeats every %g s, so a client returning after whole seconds "
-                        "lands in the window again); use an open part of at least 1 s, or a "
-                        "period that does not divide 1 s",
-                        t->period_s - t->throttled_s, t->period_s);
-        }
     }
     int64_t status = 503;
     if (get_int(c, obj, "status", false, 429, 503, "503 or 429", &status) < 0)
@@ -1078,6 +1069,19 @@ static int parse_throttle(struct ctx *c, json_t *obj, struct throttle *t)
     t->retry_after = (struct retry_after){.format = RA_SECONDS, .is_auto = true};
     if (get_retry_after(c, obj, &t->retry_after) < 0 || get_body(c, obj, &t->body) < 0)
         return -1;
+    /* An "auto" Retry-After must be honest (SPEC §4: a client that comes back exactly when told
+     * is admitted); with none, a fixed value or raw, the profile's author chose what to say. */
+    if (t->kind == THROTTLE_WINDOW && t->retry_after.is_auto &&
+        t->retry_after.format != RA_NONE && t->retry_after.format != RA_RAW &&
+        t->throttled_s < t->period_s && !window_retry_reachable(t)) {
+        push_key(c, "period_s");
+        return fail(c, AT_VALUE, true,
+                    "no whole-second Retry-After can leave this window (the open part "
+                    "%g s repeats every %g s, so a client returning after whole seconds "
+                    "lands in the window again); use an open part of at least 1 s, a "
+                    "period that does not divide 1 s, or \"retry_after\": {\"format\": \"none\"}",
+                    t->period_s - t->throttled_s, t->period_s);
+    }
     return 0;
 }
 

@@ -47,8 +47,14 @@ bool window_throttled(const struct throttle *t, int64_t since_ns, double *wait_s
      * window rounded up may fall into the next window. The parser rejects windows where no
      * whole second ever lands outside (a period dividing 1 s). */
     double end = t->throttled_s - phase;
+    if (t->throttled_s >= t->period_s - 1e-9) { /* no open part: closed for good */
+        *wait_s = end;
+        return true;
+    }
     double k = ceil(end - 1e-9);
-    for (int i = 0; i < 100000; i++, k += 1) {
+    /* The phases reached by whole seconds repeat after at most period_s / gcd steps; a few
+     * thousand covers every window the parser admits. */
+    for (int i = 0; i < 4096; i++, k += 1) {
         double ph = fmod(phase + k, t->period_s);
         if (ph >= t->throttled_s - 1e-9 && ph < t->period_s - 1e-9) {
             *wait_s = k;

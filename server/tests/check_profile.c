@@ -1196,11 +1196,32 @@ START_TEST(test_profile_inline_phase_errors_are_located_inside_it)
 }
 END_TEST
 
+/* A window whose open part no whole second can reach: refused with an auto Retry-After (it
+ * would lie), accepted when the profile says what to send itself. */
+START_TEST(test_profile_unreachable_window_needs_an_explicit_retry_after)
+{
+    parse_fails_at("{\"name\":\"w\",\"routes\":{\"confirm\":{\"throttle\":{\"kind\":\"window\","
+                   "\"period_s\":1,\"throttled_s\":0.6}}}}",
+                   "t.json:1:73: routes.confirm.throttle.period_s: no whole-second Retry-After");
+    const char *fmts[] = {"{\"format\":\"none\"}", "{\"format\":\"seconds\",\"value\":1}",
+                          "{\"format\":\"raw\",\"value\":\"0.4\"}"};
+    for (int i = 0; i < 3; i++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "{\"name\":\"w\",\"routes\":{\"confirm\":{\"throttle\":{\"kind\":\"window\","
+                 "\"period_s\":1,\"throttled_s\":0.6,\"retry_after\":%s}}}}",
+                 fmts[i]);
+        profile_free(parse_ok(text));
+    }
+}
+END_TEST
+
 static Suite *profile_suite(void)
 {
     Suite *s = suite_create("profile");
     TCase *ok = tcase_create("valid");
     tcase_add_test(ok, test_profile_full_example_parses_into_right_values);
+    tcase_add_test(ok, test_profile_unreachable_window_needs_an_explicit_retry_after);
     tcase_add_test(ok, test_profile_absent_route_falls_back_to_default);
     tcase_add_test(ok, test_profile_without_default_means_no_latency);
     tcase_add_test(ok, test_profile_minimal_gets_defaults);

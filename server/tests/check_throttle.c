@@ -298,6 +298,19 @@ START_TEST(test_window_with_a_sub_second_open_part_announces_a_retry_after_that_
 }
 END_TEST
 
+START_TEST(test_window_closed_for_the_whole_period_answers_without_a_search)
+{
+    /* throttled_s == period_s: no open part; the wait is the rest of this period (the search for
+     * an open second is skipped: it used to run 100 000 steps per refused request). */
+    struct throttle t = window(2, 2, 0);
+    double wait = -1;
+    ck_assert(window_throttled(&t, secs(0.5), &wait));
+    ck_assert_double_eq_tol(wait, 1.5, 1e-9);
+    ck_assert(window_throttled(&t, secs(3.9), &wait));
+    ck_assert_double_eq_tol(wait, 0.1, 1e-9);
+}
+END_TEST
+
 /* ---- Retry-After ----------------------------------------------------------------------------- */
 
 START_TEST(test_retry_after_ceil_rounds_up_and_is_never_0)
@@ -407,6 +420,7 @@ static Suite *throttle_suite(void)
     tcase_set_timeout(win, 60);
     tcase_add_test(win, test_window_period_1_s_throttled_0_6_s_is_closed_then_open_then_closed);
     tcase_add_test(win, test_window_offset_0_25_s_shifts_the_closed_part);
+    tcase_add_test(win, test_window_closed_for_the_whole_period_answers_without_a_search);
     tcase_add_test(win, test_window_negative_since_counts_as_the_previous_period);
     tcase_add_test(win, test_window_dawn_peak_60_s_throttled_10_s_offset_5_s);
     tcase_add_test(win, test_window_with_an_open_part_of_1_s_or_more_admits_a_client_at_retry_after);
