@@ -1,0 +1,99 @@
+/* experiment.h -- the published experiments E1-E3 (issue 6) run against a fakegate started by the
+ * black-box harness. Shared by the `make experiments` runner (client-tests/experiments/) and the
+ * scaled-down assertions in client-tests/tests/check_experiments.c.
+ *
+ * Profiles: each condition uses a shipped profile file from profiles/ (the files users get). At
+ * time scale 1 it is applied by name (PUT /__admin/profile {"name": ...}: the server reads the
+ * shipped file itself). At another scale the runner reads the shipped file, multiplies every
+ * duration in it (keys `ms`, `*_ms`, `*_s`; `rate_per_s` is divided) by the scale and PUTs that
+ * copy. A window throttle whose scaled copy the server rejects ("no whole-second Retry-After can
+ * leave this window": a period that divides 1 s) is sent as the equivalent two-phase schedule
+ * (throttled for throttled_s, open for the rest of the period, repeated). */
+#ifndef FAKEGATE_EXPERIMENT_H
+#define FAKEGATE_EXPERIMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "loadgen.h"
+
+#define EX_ERR_LEN 512
+#define EX_MAX_ROWS 16
+
+typedef struct ex_options {
+    double scale;          /* time scale, > 0 (1: real time) */
+    uint64_t seed;         /* fakegate --seed and the client's seed */
+    double e1_duration_s;  /* model seconds of arrivals (published: 60) */
+    double e2_duration_s;  /* (60) */
+    double e3_before_s, e3_outage_s, e3_after_s; /* (30, 30, 90) */
+    const char *profiles_dir; /* NULL: $FAKEGATE_PROFILES, else "profiles" */
+    bool e2_extra;         /* also run the aliasing demonstrations (fixed at the period, 1 s window) */
+    bool verbose;
+} ex_options;
+
+/* Defaults: scale 1, seed 42, the published durations, e2_extra true. */
+void ex_options_default(ex_options *o);
+
+typedef struct ex_row {
+    char experiment[8];
+    char condition[48];
+    char policy[48];
+    char profile[256];        /* which file and how it was applied */
+    double scale;
+    uint64_t seed;
+    double rate_per_s, duration_s, timeout_ms;
+    lg_result res;
+    long gateway_arrivals;    /* confirm requests fakegate counted (GET /metrics) */
+    size_t n_phases;
+    char phase_names[LG_MAX_PHASES][16];
+    long phase_gateway_arrivals[LG_MAX_PHASES]; /* /metrics deltas by wall-clock phase */
+    double retry_success_rate; /* saved_5xx / got_5xx, or -1 where it does not apply */
+} ex_row;
+
+typedef struct ex_table {
+    ex_row rows[EX_MAX_ROWS];
+    size_t n;
+    double wall_s;
+} ex_table;
+
+/* Each starts its own fakegate (harness), runs every condition x policy, and appends rows.
+ * Returns 0, or -1 with a message in err. */
+int ex_run_e1(const ex_options *o, ex_table *t, char err[EX_ERR_LEN]);
+int ex_run_e2(const ex_options *o, ex_table *t, char err[EX_ERR_LEN]);
+int ex_run_e3(const ex_options *o, ex_table *t, char err[EX_ERR_LEN]);
+
+/* The row of (experiment, condition, policy), or NULL. */
+const ex_row *ex_find(const ex_table *t, const char *experiment, const char *condition,
+                      const char *policy);
+
+/* Gateway arrivals per logical request of a phase (client attribution by arrival time). */
+double ex_phase_attempts_per_request(const ex_row *r, size_t phase);
+
+/* One row per run, as the load harness prints it (header first with ex_print_header). */
+void ex_print_header(FILE *f);
+void ex_print_row(FILE *f, const ex_row *r);
+
+/* --- pure helpers (unit-tested) ---------------------------------------------------------- */
+
+/* A deep copy of profile `p` with every duration multiplied by `scale`: numeric members named
+ * `ms`, `*_ms` or `*_s` (hang_ms, period_s, for_s, ...), and `rate_per_s` divided by it. Other
+ * numbers (p, burst, max_in_flight, status, Retry-After values) are kept. New reference. */
+json_t *ex_scale_profile(const json_t *p, double scale);
+
+/* If a route of `p` has a window throttle, the equivalent repeating two-phase schedule (first
+ * phase, for throttled_s: the route refused throughout -- a window of 3599 s in 3600 s, without
+ * Retry-After; second, for period_s - throttled_s: the same profile without the throttle), else
+ * NULL. Only offset_s 0 is supported (else NULL). */
+json_t *ex_window_as_schedule(const json_t *p);
+
+/* Requests that arrived at `route` according to a Prometheus text from GET /metrics: the sum of
+ * fakegate_requests_total{route=...} (counted when a request ends) plus fakegate_in_flight
+ * {route=...} (arrived, not ended: a lossy profile holds dropped requests for 30 s). -1 if
+ * neither family has the route. */
+long ex_metrics_arrivals(const char *text, const char *route);
+
+#endif

@@ -1,0 +1,196 @@
+/* check_experiments.c -- the published experiments of issue 6, scaled down (time scale 0.25,
+ * shorter runs, fixed seeds), against a fakegate started by the harness with the shipped
+ * profiles. Asserts only directions on counts and rates, with wide margins, never times:
+ *   E1  resend lowers lossy failures several-fold and raises slow failures; the budget keeps both
+ *       near their better policy and skips resends only when slow;
+ *   E2  jittered backoff saves clearly more 5xx'd requests than fixed intervals that alias with
+ *       the throttle period;
+ *   E3  immediate retries multiply gateway arrivals during an outage, backoff + breaker do not.
+ * Skipped under SANITIZE=1 (timing under ASan says nothing about the mechanism). The full-size
+ * runs are `make experiments` (client-tests/RESULTS.md). */
+#define _POSIX_C_SOURCE 200809L
+
+#include <check.h>
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "experiment.h"
+
+#define SCALE 0.25
+#define SEED 42
+
+static void options(ex_options *o)
+{
+    ex_options_default(o);
+    o->scale = SCALE;
+    o->seed = SEED;
+    o->e1_duration_s = 16;  /* 480 confirms per run (published: 60 s, 1 800) */
+    o->e2_duration_s = 15;  /* 300 per run */
+    o->e3_before_s = 5;
+    o->e3_outage_s = 10;
+    o->e3_after_s = 10;
+    o->e2_extra = true;
+    o->verbose = false;
+}
+
+static const ex_row *row(const ex_table *t, const char *e, const char *c, const char *p)
+{
+    const ex_row *r = ex_find(t, e, c, p);
+    ck_assert_msg(r != NULL, "no row %s %s %s", e, c, p);
+    return r;
+}
+
+static void print_table(const char *title, const ex_table *t)
+{
+    printf("%s (scale %g, seed %d)\n", title, SCALE, SEED);
+    ex_print_header(stdout);
+    for (size_t i = 0; i < t->n; i++)
+        ex_print_row(stdout, &t->rows[i]);
+}
+
+START_TEST(test_e1_resend_vs_lossy_and_saturated)
+{
+    ex_options o;
+    options(&o);
+    static ex_table t;
+    char err[EX_ERR_LEN];
+    ck_assert_msg(ex_run_e1(&o, &t, err) == 0, "E1: %s", err);
+    print_table("E1", &t);
+    const ex_row *l0 = row(&t, "E1", "lossy", "no-resend");
+    const ex_row *l1 = row(&t, "E1", "lossy", "resend-once");
+    const ex_row *l2 = row(&t, "E1", "lossy", "resend-if-4-free");
+    const ex_row *s0 = row(&t, "E1", "slow", "no-resend");
+    const ex_row *s1 = row(&t, "E1", "slow", "resend-once");
+    const ex_row *s2 = row(&t, "E1", "slow", "resend-if-4-free");
+    double fl0 = lg_failure_rate(&l0->res), fl1 = lg_failure_rate(&l1->res);
+    double fl2 = lg_failure_rate(&l2->res);
+    double fs0 = lg_failure_rate(&s0->res), fs1 = lg_failure_rate(&s1->res);
+    double fs2 = lg_failure_rate(&s2->res);
+
+    /* every UNKNOWN got a verdict from the reconciler */
+    for (size_t i = 0; i < t.n; i++)
+        ck_assert_msg(t.rows[i].res.unknown_unresolved == 0, "%s %s: %ld unresolved",
+                      t.rows[i].condition, t.rows[i].policy, t.rows[i].res.unknown_unresolved);
+    /* lossy: about 1 in 7 lost without a resend, about 1 in 49 with one: several-fold less */
+    ck_assert_msg(fl0 > 0.07 && fl0 < 0.25, "lossy no-resend failure rate %.3f", fl0);
+    ck_assert_msg(fl1 * 3 < fl0, "lossy: resend %.3f is not several-fold below %.3f", fl1, fl0);
+    /* slow: 30/s x 2 s = 60 calls wanted against 40 slots; a resend holds a second slot */
+    ck_assert_msg(fs0 > 0.15, "slow no-resend failure rate %.3f: the cap should bind", fs0);
+    ck_assert_msg(fs1 > fs0 + 0.08, "slow: resend %.3f does not raise failures over %.3f", fs1,
+                  fs0);
+    ck_assert_msg(s0->res.failed_cap >= s0->res.failed * 9 / 10,
+                  "slow failures should be cap rejections (%ld of %ld)", s0->res.failed_cap,
+                  s0->res.failed);
+    /* the budget: near the better policy in both conditions */
+    ck_assert_msg(fl2 < fl0 / 2 && fl2 < fl1 + 0.04, "lossy budget %.3f (resend %.3f, none %.3f)",
+                  fl2, fl1, fl0);
+    ck_assert_msg(fs2 < fs1 - 0.08 && fs2 < fs0 + 0.06, "slow budget %.3f (resend %.3f, none %.3f)",
+                  fs2, fs1, fs0);
+    /* ... because it skips resends only when slow */
+    ck_assert_msg(l2->res.resends_skipped == 0, "lossy: %ld resends skipped",
+                  l2->res.resends_skipped);
+    ck_assert_msg(s2->res.resends_skipped > 50, "slow: only %ld resends skipped",
+                  s2->res.resends_skipped);
+    /* resending adds gateway calls when lossy (about 1/7 more) */
+    ck_assert_msg(l1->gateway_arrivals * 100 > l0->gateway_arrivals * 105,
+                  "lossy gateway calls %ld vs %ld", l1->gateway_arrivals, l0->gateway_arrivals);
+    ck_assert(l1->res.resends_sent > 0 && l0->res.resends_sent == 0);
+}
+END_TEST
+
+START_TEST(test_e2_jitter_vs_fixed_intervals_against_periodic_throttling)
+{
+    ex_options o;
+    options(&o);
+    static ex_table t;
+    char err[EX_ERR_LEN];
+    ck_assert_msg(ex_run_e2(&o, &t, err) == 0, "E2: %s", err);
+    print_table("E2", &t);
+    for (size_t i = 0; i < t.n; i++) {
+        const ex_row *r = &t.rows[i];
+        /* the window refuses 60 % of the time: roughly that share of requests meets a 503 */
+        ck_assert_msg(r->res.got_5xx * 10 > r->res.requests * 4 &&
+                          r->res.got_5xx * 10 < r->res.requests * 8,
+                      "%s %s: %ld of %ld requests got a 5xx", r->condition, r->policy,
+                      r->res.got_5xx, r->res.requests);
+        ck_assert(r->retry_success_rate >= 0);
+    }
+    /* the issue's setup, 60 % of every 1 s: fixed 1 s retries land in the same phase */
+    const ex_row *f1 = row(&t, "E2", "dawn-peak-1s", "fixed-1s-x4");
+    const ex_row *j1 = row(&t, "E2", "dawn-peak-1s", "exp-jitter-x3");
+    ck_assert_msg(j1->retry_success_rate > f1->retry_success_rate + 0.25,
+                  "1 s window: jitter saved %.2f, fixed %.2f", j1->retry_success_rate,
+                  f1->retry_success_rate);
+    ck_assert_msg(f1->retry_success_rate < 0.2, "fixed 1 s retries saved %.2f of a 1 s window",
+                  f1->retry_success_rate);
+    /* the shipped dawn-peak (2.5 s period): a fixed interval equal to the period aliases */
+    const ex_row *fp = row(&t, "E2", "dawn-peak", "fixed-period-x4");
+    const ex_row *jp = row(&t, "E2", "dawn-peak", "exp-jitter-x3");
+    ck_assert_msg(jp->retry_success_rate > fp->retry_success_rate + 0.25,
+                  "dawn-peak: jitter saved %.2f, fixed at the period %.2f",
+                  jp->retry_success_rate, fp->retry_success_rate);
+    /* more attempts per request for the aliased fixed client, for nothing */
+    ck_assert(f1->res.attempts_sent > j1->res.attempts_sent);
+}
+END_TEST
+
+START_TEST(test_e3_retry_storm_vs_backoff_and_breaker)
+{
+    ex_options o;
+    options(&o);
+    static ex_table t;
+    char err[EX_ERR_LEN];
+    ck_assert_msg(ex_run_e3(&o, &t, err) == 0, "E3: %s", err);
+    print_table("E3", &t);
+    const ex_row *a = row(&t, "E3", "outage", "immediate-x5");
+    const ex_row *b = row(&t, "E3", "outage", "backoff-1-2-4+breaker");
+    for (size_t k = 0; k < 3; k++)
+        printf("E3 %-7s arrivals per request: immediate %.2f, backoff+breaker %.2f "
+               "(gateway arrivals %ld / %ld)\n",
+               a->phase_names[k], ex_phase_attempts_per_request(a, k),
+               ex_phase_attempts_per_request(b, k), a->phase_gateway_arrivals[k],
+               b->phase_gateway_arrivals[k]);
+    /* before the outage both send one call per request */
+    ck_assert(ex_phase_attempts_per_request(a, 0) < 1.1);
+    ck_assert(ex_phase_attempts_per_request(b, 0) < 1.1);
+    /* during it: immediate retries multiply arrivals, backoff + breaker do not */
+    ck_assert_msg(ex_phase_attempts_per_request(a, 1) >= 4.0, "immediate: %.2f per request",
+                  ex_phase_attempts_per_request(a, 1));
+    ck_assert_msg(ex_phase_attempts_per_request(b, 1) <= 1.0, "backoff+breaker: %.2f per request",
+                  ex_phase_attempts_per_request(b, 1));
+    ck_assert_msg(a->phase_gateway_arrivals[1] >= 3 * a->res.phases[1].requests,
+                  "the gateway saw %ld arrivals for %ld requests", a->phase_gateway_arrivals[1],
+                  a->res.phases[1].requests);
+    ck_assert(b->phase_gateway_arrivals[1] <= b->res.phases[1].requests);
+    ck_assert_msg(a->gateway_arrivals > 2 * b->gateway_arrivals, "arrivals %ld vs %ld",
+                  a->gateway_arrivals, b->gateway_arrivals);
+    ck_assert(b->res.breaker_opens >= 1);
+    /* after it: no storm from either */
+    ck_assert(ex_phase_attempts_per_request(a, 2) < 1.1);
+    ck_assert(ex_phase_attempts_per_request(b, 2) < 1.1);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("blackbox_experiments");
+    TCase *tc = tcase_create("published_directions");
+    tcase_set_timeout(tc, 240);
+    const char *san = getenv("SANITIZE");
+    if (san && strcmp(san, "1") == 0) {
+        printf("check_experiments: skipped under SANITIZE=1 (timing-based; run make test)\n");
+    } else {
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        tcase_add_test(tc, test_e1_resend_vs_lossy_and_saturated);
+        tcase_add_test(tc, test_e2_jitter_vs_fixed_intervals_against_periodic_throttling);
+        tcase_add_test(tc, test_e3_retry_storm_vs_backoff_and_breaker);
+    }
+    suite_add_tcase(su, tc);
+    SRunner *sr = srunner_create(su);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
