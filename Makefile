@@ -37,6 +37,9 @@ CT_LIB_OBJ:= $(CT_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 BB_SRC    := $(wildcard client-tests/tests/check_*.c)
 BB_BIN    := $(BB_SRC:client-tests/tests/%.c=$(BUILD)/client-tests/%)
 
+# Object files are not intermediates: keep them, so a second `make` relinks nothing.
+.SECONDARY:
+
 .PHONY: all run test unit blackbox clean deps help
 all: deps $(BUILD)/fakegate
 
@@ -62,7 +65,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/server/tests/%.o $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS_SRV) $(LDLIBS_CHK)
 
-$(BUILD)/client-tests/%: $(BUILD)/obj/client-tests/tests/%.o $(CT_LIB_OBJ)
+$(BUILD)/client-tests/%: $(BUILD)/obj/client-tests/tests/%.o $(BUILD)/obj/client-tests/tests/testkit.o $(CT_LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS_CURL) $(LDLIBS_CHK) -lm
 

@@ -23,90 +23,15 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "harness.h"
-
-#define CONFIRM_PATH "/v1/payments/confirm"
-#define MS (1000000LL) /* ns per ms */
+#include "testkit.h"
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
-/* Profiles are written with ' for " to stay readable; this makes the JSON. Caller frees. */
-static char *dq(const char *s)
-{
-    char *o = strdup(s);
-    ck_assert(o != NULL);
-    for (char *p = o; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    return o;
-}
-
-static const char *profiles_dir(void)
-{
-    const char *dir = getenv("FAKEGATE_PROFILES");
-    return dir != NULL && dir[0] != '\0' ? dir : "profiles";
-}
-
-static fg_server *start_opts(const fg_opts *o)
-{
-    char err[FG_ERR_LEN];
-    fg_server *s = fg_start(o, err);
-    ck_assert_msg(s != NULL, "fg_start: %s", err);
-    return s;
-}
-
-/* Start with a profile given in '-quoted JSON, and --profiles-dir so names resolve. */
-static fg_server *start_q(const char *squoted)
-{
-    char *json = dq(squoted);
-    const char *args[] = {"--profiles-dir", profiles_dir(), NULL};
-    fg_opts o = {.profile_json = json, .args = args};
-    fg_server *s = start_opts(&o);
-    free(json);
-    return s;
-}
-
-/* A profile whose confirm route is `confirm` ('-quoted object) and everything else instant. */
+/* A profile whose confirm route is `confirm` ('-quoted object) and everything else instant,
+ * with --profiles-dir so that names resolve. */
 static fg_server *start_confirm(const char *confirm)
 {
-    char buf[4096];
-    snprintf(buf, sizeof buf,
-             "{'name':'admin','routes':{'confirm':%s,'default':{'latency':{'dist':'fixed','ms':0}}}}",
-             confirm);
-    return start_q(buf);
-}
-
-static void stop_server(fg_server *s)
-{
-    int st = fg_stop(s);
-    if (st != 0) {
-        char *e = fg_server_stderr(s);
-        ck_assert_msg(st == 0, "fakegate exited with %d after SIGTERM; stderr: %.3000s", st, e);
-        free(e);
-    }
-    fg_free(s);
-}
-
-#define assert_status(r, status) assert_status_at(__LINE__, (r), (status))
-#define assert_error(r, status, code) assert_error_at(__LINE__, (r), (status), (code))
-
-static void assert_status_at(int line, const fg_response *r, long status)
-{
-    ck_assert_msg(r->curl_code == CURLE_OK, "line %d: no response: %d %s", line,
-                  (int)r->curl_code, r->curl_error);
-    ck_assert_msg(r->status == status, "line %d: want status %ld, got %ld %.600s", line, status,
-                  r->status, r->body);
-}
-
-static void assert_error_at(int line, const fg_response *r, long status, const char *code)
-{
-    assert_status_at(line, r, status);
-    const char *got = fg_error_code(r);
-    ck_assert_msg(got != NULL && strcmp(got, code) == 0, "line %d: want %ld %s, got %ld %.600s",
-                  line, status, code, r->status, r->body);
-    const char *msg = fg_json_str(r->json, "message");
-    ck_assert_msg(msg != NULL && msg[0] != '\0', "line %d: error without a message: %.400s", line,
-                  r->body);
+    return start_confirm_as("admin", confirm, PROFILES_DIR_ARGS);
 }
 
 /* A request to an admin route, with an optional body and optional extra header. */
@@ -219,20 +144,6 @@ static double jnum(const json_t *o, const char *key)
     const json_t *v = json_object_get(o, key);
     ck_assert_msg(json_is_number(v), "\"%s\" is not a number", key);
     return json_number_value(v);
-}
-
-/* POST /v1/payments/confirm on a fresh connection. key NULL: none. auth NULL: the server's. */
-static int confirm_fresh(const fg_server *s, const char *pk, const char *oid, long long amount,
-                         const char *key, fg_response *r)
-{
-    char body[512], key_line[400];
-    snprintf(body, sizeof body, "{\"paymentKey\":\"%s\",\"orderId\":\"%s\",\"amount\":%lld}", pk,
-             oid, amount);
-    snprintf(key_line, sizeof key_line, "Idempotency-Key: %s", key != NULL ? key : "");
-    const char *headers[] = {s->auth_header, key != NULL ? key_line : NULL, NULL};
-    fg_request req = {.method = "POST", .path = CONFIRM_PATH, .body = body, .headers = headers,
-                      .forbid_reuse = true};
-    return fg_http(s, NULL, &req, r);
 }
 
 /* ---- a libcurl multi loop: many requests at once, one connection each -------------------- */
@@ -840,7 +751,7 @@ START_TEST(test_switch_slow_to_fast_while_50_held)
 
     /* A confirm sent after the switch gets the new profile and finishes before the held ones. */
     fg_response n;
-    confirm_fresh(s, "pk_sw_new", "ord_sw_new", 777, "key-sw-new", &n);
+    confirm_fresh(s, "pk_sw_new", "ord_sw_new", 777, "key-sw-new", 0, &n);
     long new_seq = atomic_fetch_add(&completion_seq, 1) + 1;
     size_t done_at_new = atomic_load(&m.n_done);
     assert_status(&n, 200);
@@ -936,20 +847,6 @@ END_TEST
 
 /* ---- 3. profile validation over PUT ------------------------------------------------------- */
 
-static void line_col_of(const char *text, const char *needle, int *line, int *col)
-{
-    const char *at = strstr(text, needle);
-    ck_assert_msg(at != NULL, "\"%s\" not in the profile", needle);
-    *line = 1;
-    const char *line_start = text;
-    for (const char *p = text; p < at; p++)
-        if (*p == '\n') {
-            (*line)++;
-            line_start = p + 1;
-        }
-    *col = (int)(at - line_start) + 1;
-}
-
 /* The active profile is still `name` with JSON equal to `profile_json`. */
 static void assert_profile_is(const fg_server *s, const char *name, const char *profile_json)
 {
@@ -1000,7 +897,7 @@ START_TEST(test_put_profile_validation)
         "{'name':'initial','routes':{'confirm':{'latency':{'dist':'fixed','ms':7}},"
         "'default':{'latency':{'dist':'fixed','ms':0}}}}";
     char *initial = dq(initial_q);
-    fg_server *s = start_q(initial_q);
+    fg_server *s = start_q_args(initial_q, PROFILES_DIR_ARGS);
     assert_profile_is(s, "initial", initial);
 
     /* A typo'd key: 400 INVALID_PROFILE naming "request body:LINE:COLUMN" of the key. */
@@ -1089,7 +986,7 @@ START_TEST(test_reset_three_times_in_a_row_keeps_serving)
         fg_response_fini(&r);
     }
     fg_response r;
-    confirm_fresh(s, "pk_rrr", "order_rrr_1", 1000, "rrr-1", &r);
+    confirm_fresh(s, "pk_rrr", "order_rrr_1", 1000, "rrr-1", 0, &r);
     assert_status_at(__LINE__, &r, 200);
     fg_response_fini(&r);
     json_t *p = admin_json(s, "/__admin/profile");
@@ -1104,12 +1001,12 @@ START_TEST(test_reset_empties_everything)
 {
     fg_server *s = start_confirm("{'latency':{'dist':'fixed','ms':0}}");
     fg_response r;
-    confirm_fresh(s, "pk_rs_1", "ord_rs_1", 1000, "key-rs-1", &r);
+    confirm_fresh(s, "pk_rs_1", "ord_rs_1", 1000, "key-rs-1", 0, &r);
     assert_status(&r, 200);
     char ltk1[128];
     snprintf(ltk1, sizeof ltk1, "%s", fg_json_str(r.json, "lastTransactionKey"));
     fg_response_fini(&r);
-    confirm_fresh(s, "pk_rs_1", "ord_rs_1", 1000, "key-rs-1", &r); /* a replay */
+    confirm_fresh(s, "pk_rs_1", "ord_rs_1", 1000, "key-rs-1", 0, &r); /* a replay */
     assert_status(&r, 200);
     ck_assert_str_eq(fg_json_str(r.json, "lastTransactionKey"), ltk1);
     fg_response_fini(&r);
@@ -1181,7 +1078,7 @@ START_TEST(test_reset_empties_everything)
     j = journal(s, 0);
     ck_assert_msg(json_array_size(j) == 0, "journal not empty after idle reset");
     json_decref(j);
-    confirm_fresh(s, "pk_rs_1", "ord_rs_1", 1000, "key-rs-1", &r);
+    confirm_fresh(s, "pk_rs_1", "ord_rs_1", 1000, "key-rs-1", 0, &r);
     assert_status(&r, 200);
     const char *ltk2 = fg_json_str(r.json, "lastTransactionKey");
     ck_assert_msg(ltk2 != NULL && strcmp(ltk2, ltk1) != 0,
@@ -1230,7 +1127,7 @@ START_TEST(test_request_spanning_reset_leaves_new_journal_alone)
         char pk[32], oid[32];
         snprintf(pk, sizeof pk, "pk_sp_%d", i);
         snprintf(oid, sizeof oid, "ord_sp_%d", i);
-        confirm_fresh(s, pk, oid, 1000, NULL, &r);
+        confirm_fresh(s, pk, oid, 1000, NULL, 0, &r);
         assert_status(&r, 200);
         fg_response_fini(&r);
     }
@@ -1380,13 +1277,13 @@ START_TEST(test_metrics_exact_after_known_sequence)
     prom_free(&p);
 
     fg_response r;
-    confirm_fresh(s, "pk_m1", "ord_m1", 1000, "key-m1", &r); /* token 1: ok */
+    confirm_fresh(s, "pk_m1", "ord_m1", 1000, "key-m1", 0, &r); /* token 1: ok */
     assert_status(&r, 200);
     fg_response_fini(&r);
-    confirm_fresh(s, "pk_m1", "ord_m1", 1000, "key-m1", &r); /* token 2: replayed */
+    confirm_fresh(s, "pk_m1", "ord_m1", 1000, "key-m1", 0, &r); /* token 2: replayed */
     assert_status(&r, 200);
     fg_response_fini(&r);
-    confirm_fresh(s, "pk_m2", "ord_m2", 2000, "key-m2", &r); /* token 3: ok */
+    confirm_fresh(s, "pk_m2", "ord_m2", 2000, "key-m2", 0, &r); /* token 3: ok */
     assert_status(&r, 200);
     fg_response_fini(&r);
 
@@ -1395,7 +1292,7 @@ START_TEST(test_metrics_exact_after_known_sequence)
     mrun_confirm(&m, 0, "pk_m4", "ord_m4", 4000, "key-m4", 10000);
     mrun_start(&m);
     ck_assert_uint_eq(wait_pending(s, "ord_m4", 1, 5000), 1);
-    confirm_fresh(s, "pk_m4", "ord_m4", 4000, "key-m4", &r);
+    confirm_fresh(s, "pk_m4", "ord_m4", 4000, "key-m4", 0, &r);
     assert_error(&r, 409, "IDEMPOTENT_REQUEST_PROCESSING");
     fg_response_fini(&r);
     mrun_join(&m);
@@ -1416,13 +1313,13 @@ START_TEST(test_metrics_exact_after_known_sequence)
     fg_http(s, NULL, &q400, &r); /* token 6: invalid */
     assert_error(&r, 400, "INVALID_REQUEST");
     fg_response_fini(&r);
-    confirm_fresh(s, "pk_m1", "ord_m1", 1000, "key-m1", &r); /* token 7: attempt 3, fault */
+    confirm_fresh(s, "pk_m1", "ord_m1", 1000, "key-m1", 0, &r); /* token 7: attempt 3, fault */
     assert_error(&r, 500, "FAILED_INTERNAL_SYSTEM_PROCESSING");
     fg_response_fini(&r);
-    confirm_fresh(s, "pk_m6", "ord_m6", 1000, "key-m6", &r); /* no token left */
+    confirm_fresh(s, "pk_m6", "ord_m6", 1000, "key-m6", 0, &r); /* no token left */
     assert_error(&r, 503, "SERVICE_UNAVAILABLE");
     fg_response_fini(&r);
-    confirm_fresh(s, "pk_m7", "ord_m7", 1000, "key-m7", &r);
+    confirm_fresh(s, "pk_m7", "ord_m7", 1000, "key-m7", 0, &r);
     assert_error(&r, 503, "SERVICE_UNAVAILABLE");
     fg_response_fini(&r);
 
@@ -1535,7 +1432,7 @@ START_TEST(test_metrics_text_is_prometheus)
 {
     fg_server *s = start_confirm("{'latency':{'dist':'fixed','ms':0}}");
     fg_response r;
-    confirm_fresh(s, "pk_pt", "ord_pt", 1000, "key-pt", &r);
+    confirm_fresh(s, "pk_pt", "ord_pt", 1000, "key-pt", 0, &r);
     assert_status(&r, 200);
     fg_response_fini(&r);
     struct prom p;
@@ -1694,7 +1591,7 @@ START_TEST(test_journal_held_request_and_limit)
     assert_status(&r, 200);
     fg_response_fini(&r);
     free(drop);
-    confirm_fresh(s, "pk_jr_drop", "ord_jr_drop", 1000, "key-jr-drop", &r);
+    confirm_fresh(s, "pk_jr_drop", "ord_jr_drop", 1000, "key-jr-drop", 0, &r);
     ck_assert_msg(r.curl_code == CURLE_GOT_NOTHING, "curl %d %s status %ld", (int)r.curl_code,
                   r.curl_error, r.status);
     fg_response_fini(&r);
@@ -1727,8 +1624,7 @@ END_TEST
 START_TEST(test_admin_token)
 {
     const char *args[] = {"--admin-token", "s3cr3t-T", NULL};
-    fg_opts o = {.args = args};
-    fg_server *s = start_opts(&o);
+    fg_server *s = start_args(NULL, args);
     fg_response r;
     static const char *const guarded[][2] = {
         {"GET", "/__admin/profile"},  {"PUT", "/__admin/profile"}, {"POST", "/__admin/reset"},
@@ -1763,7 +1659,7 @@ START_TEST(test_admin_token)
     ck_assert(json_is_str(r.json, "status", "ok"));
     fg_response_fini(&r);
     /* The token does not guard /v1: a confirm works with its Basic key alone. */
-    confirm_fresh(s, "pk_tok", "ord_tok", 1000, NULL, &r);
+    confirm_fresh(s, "pk_tok", "ord_tok", 1000, NULL, 0, &r);
     assert_status(&r, 200);
     fg_response_fini(&r);
     stop_server(s);
@@ -1863,11 +1759,11 @@ START_TEST(test_report_retried_4xx)
 {
     fg_server *s = start_confirm("{'latency':{'dist':'fixed','ms':0}}");
     fg_response r;
-    confirm_fresh(s, "pk_r4", "ord_r4_aaa", 1000, NULL, &r);
+    confirm_fresh(s, "pk_r4", "ord_r4_aaa", 1000, NULL, 0, &r);
     assert_status(&r, 200);
     fg_response_fini(&r);
     for (int i = 0; i < 2; i++) { /* the same body again, and again after its 400 */
-        confirm_fresh(s, "pk_r4", "ord_r4_aaa", 1000, NULL, &r);
+        confirm_fresh(s, "pk_r4", "ord_r4_aaa", 1000, NULL, 0, &r);
         assert_error(&r, 400, "ALREADY_PROCESSED_PAYMENT");
         fg_response_fini(&r);
     }
@@ -1878,7 +1774,7 @@ START_TEST(test_report_retried_4xx)
     fg_http(s, NULL, &bad, &r);
     assert_error(&r, 400, "INVALID_REQUEST");
     fg_response_fini(&r);
-    confirm_fresh(s, "pk_r4_fix", "ord_r4_fix", 1000, "key-r4-fix", &r);
+    confirm_fresh(s, "pk_r4_fix", "ord_r4_fix", 1000, "key-r4-fix", 0, &r);
     assert_status(&r, 200);
     fg_response_fini(&r);
 
@@ -1895,11 +1791,11 @@ START_TEST(test_report_retried_4xx_keyed)
      * the client resends it as is (also a new-key resend of a committed payment). */
     fg_server *s = start_confirm("{'latency':{'dist':'fixed','ms':0}}");
     fg_response r;
-    confirm_fresh(s, "pk_r4k", "ord_r4_kkk", 1000, "key-r4k-1", &r);
+    confirm_fresh(s, "pk_r4k", "ord_r4_kkk", 1000, "key-r4k-1", 0, &r);
     assert_status(&r, 200);
     fg_response_fini(&r);
     for (int i = 0; i < 2; i++) {
-        confirm_fresh(s, "pk_r4k", "ord_r4_kkk", 1000, "key-r4k-2", &r);
+        confirm_fresh(s, "pk_r4k", "ord_r4_kkk", 1000, "key-r4k-2", 0, &r);
         assert_error(&r, 400, "ALREADY_PROCESSED_PAYMENT");
         fg_response_fini(&r);
     }
@@ -1919,15 +1815,15 @@ START_TEST(test_report_early_retry)
         "{'throttle':{'kind':'token_bucket','rate_per_s':1,'burst':1,"
         "'retry_after':{'format':'seconds','value':1}}}");
     fg_response r;
-    confirm_fresh(s, "pk_er_a", "ord_er_a", 1000, "key-er-a", &r);
+    confirm_fresh(s, "pk_er_a", "ord_er_a", 1000, "key-er-a", 0, &r);
     assert_status(&r, 200);
     fg_response_fini(&r);
-    confirm_fresh(s, "pk_er_b", "ord_er_b", 1000, "key-er-b", &r);
+    confirm_fresh(s, "pk_er_b", "ord_er_b", 1000, "key-er-b", 0, &r);
     assert_error(&r, 503, "SERVICE_UNAVAILABLE");
     ck_assert_str_eq(r.retry_after, "1");
     fg_response_fini(&r);
     fg_pause_ms(200); /* deliberate: the early retry is the behaviour under test */
-    confirm_fresh(s, "pk_er_b", "ord_er_b", 1000, "key-er-b", &r);
+    confirm_fresh(s, "pk_er_b", "ord_er_b", 1000, "key-er-b", 0, &r);
     ck_assert_msg(r.status == 503, "the early retry was admitted: %ld", r.status);
     fg_response_fini(&r);
     const char *kinds[] = {"early_retry", NULL};
@@ -1939,14 +1835,14 @@ START_TEST(test_report_early_retry)
      * orderId is known and must be the example. */
     s = start_confirm("{'throttle':{'kind':'token_bucket','rate_per_s':4,'burst':1,"
                       "'retry_after':{'format':'seconds','value':1}}}");
-    confirm_fresh(s, "pk_er_c", "ord_er_c", 1000, "key-er-c", &r);
+    confirm_fresh(s, "pk_er_c", "ord_er_c", 1000, "key-er-c", 0, &r);
     assert_status(&r, 200);
     fg_response_fini(&r);
-    confirm_fresh(s, "pk_er_d", "ord_er_d", 1000, "key-er-d", &r);
+    confirm_fresh(s, "pk_er_d", "ord_er_d", 1000, "key-er-d", 0, &r);
     assert_error(&r, 503, "SERVICE_UNAVAILABLE");
     fg_response_fini(&r);
     fg_pause_ms(300); /* deliberate: a token is back, the announced second is not over */
-    confirm_fresh(s, "pk_er_d", "ord_er_d", 1000, "key-er-d", &r);
+    confirm_fresh(s, "pk_er_d", "ord_er_d", 1000, "key-er-d", 0, &r);
     assert_status(&r, 200);
     fg_response_fini(&r);
     const char *ex2[] = {"ord_er_d", NULL};
@@ -1960,11 +1856,11 @@ START_TEST(test_report_new_key_resend)
     fg_server *s = start_confirm(
         "{'faults':[{'kind':'drop_response','p':1,'times':1,'how':'close'}]}");
     fg_response r;
-    confirm_fresh(s, "pk_nk", "ord_nk_lost", 1000, "key-nk-1", &r);
+    confirm_fresh(s, "pk_nk", "ord_nk_lost", 1000, "key-nk-1", 0, &r);
     ck_assert_msg(r.curl_code == CURLE_GOT_NOTHING, "curl %d status %ld", (int)r.curl_code,
                   r.status);
     fg_response_fini(&r);
-    confirm_fresh(s, "pk_nk", "ord_nk_lost", 1000, "key-nk-2", &r); /* the double-charge risk */
+    confirm_fresh(s, "pk_nk", "ord_nk_lost", 1000, "key-nk-2", 0, &r); /* the double-charge risk */
     assert_error(&r, 400, "ALREADY_PROCESSED_PAYMENT");
     fg_response_fini(&r);
     const char *kinds[] = {"new_key_resend", NULL};
@@ -1978,10 +1874,10 @@ START_TEST(test_report_key_reuse)
 {
     fg_server *s = start_confirm("{'latency':{'dist':'fixed','ms':0}}");
     fg_response r;
-    confirm_fresh(s, "pk_ku_1", "ord_ku_one", 1000, "key-ku-shared", &r);
+    confirm_fresh(s, "pk_ku_1", "ord_ku_one", 1000, "key-ku-shared", 0, &r);
     assert_status(&r, 200);
     fg_response_fini(&r);
-    confirm_fresh(s, "pk_ku_2", "ord_ku_two", 2000, "key-ku-shared", &r);
+    confirm_fresh(s, "pk_ku_2", "ord_ku_two", 2000, "key-ku-shared", 0, &r);
     assert_status(&r, 200); /* replayed, as Toss does */
     ck_assert_str_eq(fg_json_str(r.json, "orderId"), "ord_ku_one");
     fg_response_fini(&r);
@@ -2068,7 +1964,7 @@ START_TEST(test_report_retry_storm)
                                  "'code':'SERVICE_UNAVAILABLE','when':'before'}]}");
     fg_response r;
     for (int i = 0; i < 5; i++) {
-        confirm_fresh(s, "pk_st", "ord_storm", 1000, "key-storm", &r);
+        confirm_fresh(s, "pk_st", "ord_storm", 1000, "key-storm", 0, &r);
         assert_error(&r, 503, "SERVICE_UNAVAILABLE");
         fg_response_fini(&r);
     }
@@ -2101,7 +1997,7 @@ static void *good_client_main(void *arg)
     long backoff_ms = 100;
     for (c->attempts = 1; c->attempts <= 6; c->attempts++) {
         fg_response r;
-        confirm_fresh(c->s, pk, c->oid, 1000 + c->index, key, &r);
+        confirm_fresh(c->s, pk, c->oid, 1000 + c->index, key, 0, &r);
         long status = r.curl_code == CURLE_OK ? r.status : 0;
         long ra = r.retry_after[0] != '\0' ? strtol(r.retry_after, NULL, 10) : 0;
         fg_response_fini(&r);
@@ -2144,11 +2040,11 @@ START_TEST(test_report_well_behaved_client_has_no_findings)
     assert_status(&r, 200);
     fg_response_fini(&r);
     free(lossy);
-    confirm_fresh(s, "pk_good_lost", "ord_good_lost", 5000, "key-good-lost", &r);
+    confirm_fresh(s, "pk_good_lost", "ord_good_lost", 5000, "key-good-lost", 0, &r);
     ck_assert_int_eq(r.curl_code, CURLE_GOT_NOTHING);
     fg_response_fini(&r);
     fg_pause_ms(150); /* deliberate: backoff */
-    confirm_fresh(s, "pk_good_lost", "ord_good_lost", 5000, "key-good-lost", &r);
+    confirm_fresh(s, "pk_good_lost", "ord_good_lost", 5000, "key-good-lost", 0, &r);
     assert_status(&r, 200);
     fg_response_fini(&r);
     /* A 4xx is not resent as is: the client fixes the body and sends it under the same key. */
@@ -2158,7 +2054,7 @@ START_TEST(test_report_well_behaved_client_has_no_findings)
     fg_http(s, NULL, &bad, &r);
     assert_error(&r, 400, "INVALID_ORDER_ID");
     fg_response_fini(&r);
-    confirm_fresh(s, "pk_good_fix", "ord_good_fix", 700, "key-good-fix", &r);
+    confirm_fresh(s, "pk_good_fix", "ord_good_fix", 700, "key-good-fix", 0, &r);
     assert_status(&r, 200);
     fg_response_fini(&r);
     assert_no_findings(s);
@@ -2170,35 +2066,26 @@ static Suite *admin_suite(void)
 {
     Suite *su = suite_create("blackbox_admin");
 
-    TCase *tc = tcase_create("switch");
-    tcase_set_timeout(tc, 60);
+    TCase *tc = add_tcase(su, "switch", 60);
     tcase_add_test(tc, test_switch_slow_to_fast_while_50_held);
     tcase_add_test(tc, test_switch_with_1000_held);
-    suite_add_tcase(su, tc);
 
-    tc = tcase_create("profile_and_reset");
-    tcase_set_timeout(tc, 30);
+    tc = add_tcase(su, "profile_and_reset", 30);
     tcase_add_test(tc, test_put_profile_validation);
     tcase_add_test(tc, test_reset_empties_everything);
     tcase_add_test(tc, test_reset_three_times_in_a_row_keeps_serving);
     tcase_add_test(tc, test_request_spanning_reset_leaves_new_journal_alone);
-    suite_add_tcase(su, tc);
 
-    tc = tcase_create("metrics");
-    tcase_set_timeout(tc, 30);
+    tc = add_tcase(su, "metrics", 30);
     tcase_add_test(tc, test_metrics_text_is_prometheus);
     tcase_add_test(tc, test_metrics_exact_after_known_sequence);
     tcase_add_test(tc, test_metrics_in_flight_peak_is_exact);
-    suite_add_tcase(su, tc);
 
-    tc = tcase_create("journal_and_token");
-    tcase_set_timeout(tc, 30);
+    tc = add_tcase(su, "journal_and_token", 30);
     tcase_add_test(tc, test_journal_held_request_and_limit);
     tcase_add_test(tc, test_admin_token);
-    suite_add_tcase(su, tc);
 
-    tc = tcase_create("report");
-    tcase_set_timeout(tc, 30);
+    tc = add_tcase(su, "report", 30);
     tcase_add_test(tc, test_report_retried_4xx);
     tcase_add_test(tc, test_report_retried_4xx_keyed);
     tcase_add_test(tc, test_report_early_retry);
@@ -2207,16 +2094,11 @@ static Suite *admin_suite(void)
     tcase_add_test(tc, test_report_synchronized_retries);
     tcase_add_test(tc, test_report_retry_storm);
     tcase_add_test(tc, test_report_well_behaved_client_has_no_findings);
-    suite_add_tcase(su, tc);
     return su;
 }
 
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    SRunner *sr = srunner_create(admin_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return run_suite(admin_suite());
 }

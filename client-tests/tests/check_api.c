@@ -8,7 +8,6 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <regex.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,9 +16,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "testkit.h"
 
-#define CONFIRM_PATH "/v1/payments/confirm"
 #define NO_CACHE "no-cache, no-store, max-age=0, must-revalidate"
 
 /* confirm held 1000 ms in its processing latency; everything else instant. */
@@ -28,61 +26,6 @@
     "\"default\":{\"latency\":{\"dist\":\"fixed\",\"ms\":0}}}}"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
-
-static fg_server *start_server(const fg_opts *o)
-{
-    char err[FG_ERR_LEN];
-    fg_server *s = fg_start(o, err);
-    ck_assert_msg(s != NULL, "fg_start: %s", err);
-    return s;
-}
-
-static fg_server *start_with_profile(const char *profile_json)
-{
-    fg_opts o = {.profile_json = profile_json};
-    return start_server(&o);
-}
-
-/* SIGTERM and require exit status 0 (showing the server's stderr otherwise). Keeps `s`. */
-static void assert_clean_stop(fg_server *s)
-{
-    int st = fg_stop(s);
-    if (st != 0) {
-        char *e = fg_server_stderr(s);
-        ck_assert_msg(st == 0, "fakegate exited with %d after SIGTERM; stderr: %.3000s", st, e);
-        free(e);
-    }
-}
-
-static void stop_server(fg_server *s)
-{
-    assert_clean_stop(s);
-    fg_free(s);
-}
-
-#define assert_error(r, status, code) assert_error_at(__LINE__, (r), (status), (code), NULL)
-#define assert_error2(r, status, code, alt) assert_error_at(__LINE__, (r), (status), (code), (alt))
-
-/* The response is a Toss error {code, message} with this status and code (or `alt`). */
-static void assert_error_at(int line, const fg_response *r, long status, const char *code,
-                            const char *alt)
-{
-    ck_assert_msg(r->curl_code == CURLE_OK, "line %d: no response: %s", line, r->curl_error);
-    const char *got = fg_error_code(r);
-    bool code_ok = got != NULL && (strcmp(got, code) == 0 || (alt != NULL && strcmp(got, alt) == 0));
-    ck_assert_msg(r->status == status && code_ok, "line %d: want %ld %s%s%s, got %ld %.400s", line,
-                  status, code, alt != NULL ? " or " : "", alt != NULL ? alt : "", r->status,
-                  r->body);
-    const char *msg = fg_json_str(r->json, "message");
-    ck_assert_msg(msg != NULL && msg[0] != '\0', "line %d: error without a message: %.400s", line,
-                  r->body);
-}
-
-static void assert_status(const fg_response *r, long status)
-{
-    ck_assert_msg(r->curl_code == CURLE_OK, "no response: %s", r->curl_error);
-    ck_assert_msg(r->status == status, "want status %ld, got %ld %.400s", status, r->status, r->body);
-}
 
 static bool is_trace_id(const char *t)
 {
@@ -105,30 +48,6 @@ static void assert_common_headers(const fg_response *r)
     ck_assert_str_eq(r->cache_control, NO_CACHE);
 }
 
-static bool matches(const char *re, const char *s)
-{
-    regex_t rx;
-    if (regcomp(&rx, re, REG_EXTENDED | REG_NOSUB) != 0)
-        return false;
-    bool ok = regexec(&rx, s, 0, NULL, 0) == 0;
-    regfree(&rx);
-    return ok;
-}
-
-static long long json_int(const json_t *obj, const char *key)
-{
-    const json_t *v = json_object_get(obj, key);
-    ck_assert_msg(json_is_integer(v), "\"%s\" is not a JSON integer", key);
-    return (long long)json_integer_value(v);
-}
-
-static const char *json_str(const json_t *obj, const char *key)
-{
-    const char *v = fg_json_str(obj, key);
-    ck_assert_msg(v != NULL, "\"%s\" is not a string", key);
-    return v;
-}
-
 /* A confirmed Payment (SPEC §2.3) for this request. */
 static void assert_done_payment(const json_t *p, const char *pk, const char *oid,
                                 long long amount, const char *mid)
@@ -147,68 +66,6 @@ static void assert_done_payment(const json_t *p, const char *pk, const char *oid
     ck_assert_str_eq(json_str(p, "currency"), "KRW");
     ck_assert_msg(json_str(p, "lastTransactionKey")[0] != '\0', "empty lastTransactionKey");
     ck_assert_str_eq(json_str(p, "mId"), mid);
-}
-
-static void get_order(const fg_server *s, const char *oid, fg_response *r)
-{
-    char path[256];
-    snprintf(path, sizeof path, "/v1/payments/orders/%s", oid);
-    fg_get(s, path, r);
-}
-
-/* Poll GET /v1/payments/orders/{oid} (every 2 ms, at most timeout_ms) until it reads `status`. */
-static bool wait_for_order_status(const fg_server *s, const char *oid, const char *status,
-                                  int timeout_ms)
-{
-    int64_t deadline = fg_now_ms() + timeout_ms;
-    for (;;) {
-        fg_response r;
-        get_order(s, oid, &r);
-        bool ok = r.status == 200 && fg_json_str(r.json, "status") != NULL &&
-                  strcmp(fg_json_str(r.json, "status"), status) == 0;
-        fg_response_fini(&r);
-        if (ok)
-            return true;
-        if (fg_now_ms() > deadline)
-            return false;
-        fg_pause_ms(2);
-    }
-}
-
-/* The only ledger entry for `oid`, asserting there is exactly one. New reference. */
-static json_t *the_ledger_entry(const fg_server *s, const char *oid)
-{
-    json_t *a = fg_admin_payments(s, oid);
-    ck_assert_msg(a != NULL, "GET /__admin/payments?orderId=%s failed", oid);
-    ck_assert_msg(json_array_size(a) == 1, "want 1 ledger entry for %s, got %zu", oid,
-                  json_array_size(a));
-    json_t *e = json_incref(json_array_get(a, 0));
-    json_decref(a);
-    return e;
-}
-
-static void assert_charged_once(const fg_server *s, const char *pk, const char *oid)
-{
-    json_t *e = the_ledger_entry(s, oid);
-    ck_assert_int_eq(json_int(e, "charges"), 1);
-    const json_t *p = json_object_get(e, "payment");
-    ck_assert_str_eq(json_str(p, "paymentKey"), pk);
-    ck_assert_str_eq(json_str(p, "status"), "DONE");
-    json_decref(e);
-}
-
-static size_t ledger_size(const fg_server *s)
-{
-    json_t *a = fg_admin_payments(s, NULL);
-    ck_assert_msg(a != NULL, "GET /__admin/payments failed");
-    size_t n = json_array_size(a);
-    json_decref(a);
-    return n;
-}
-
-static bool same_bytes(const fg_response *a, const fg_response *b)
-{
-    return a->body_len == b->body_len && memcmp(a->body, b->body, a->body_len) == 0;
 }
 
 /* A confirm sent from its own thread. */
@@ -261,7 +118,7 @@ static void start_held_confirm(struct bg_confirm *first, const fg_server *s, con
                                const char *oid, long long amount, const char *key)
 {
     bg_start(first, s, pk, oid, amount, key);
-    ck_assert_msg(wait_for_order_status(s, oid, "IN_PROGRESS", 3000),
+    ck_assert_msg(wait_for_order_status(s, oid, "IN_PROGRESS", 3000, 2),
                   "%s never read IN_PROGRESS while its confirm was held", oid);
     ck_assert_msg(!atomic_load(&first->done), "confirm #1 finished before the test could act");
 }
@@ -384,8 +241,7 @@ END_TEST
 START_TEST(test_confirm_mid_flag_sets_mid)
 {
     const char *args[] = {"--mid", "tgen_othermall", NULL};
-    fg_opts o = {.args = args};
-    fg_server *s = start_server(&o);
+    fg_server *s = start_args(NULL, args);
     fg_response r;
     fg_confirm(s, "pk_mid_1", "order_mid_1", 1100, NULL, &r);
     assert_status(&r, 200);
@@ -540,7 +396,7 @@ START_TEST(test_confirm_without_key_in_flight_gets_already_processing_then_proce
     fg_response after;
     fg_confirm(s, pk, oid, 7000, NULL, &after);
     assert_error(&after, 400, "ALREADY_PROCESSED_PAYMENT");
-    ck_assert(wait_for_order_status(s, oid, "DONE", 0));
+    ck_assert(wait_for_order_status(s, oid, "DONE", 0, 2));
     assert_charged_once(s, pk, oid);
     fg_response_fini(&after);
     fg_response_fini(&first.r);
@@ -861,28 +717,11 @@ START_TEST(test_test_gsk_key_is_accepted_without_secret_key_flag)
 }
 END_TEST
 
-/* A syntactically valid confirm body of exactly `size` bytes. Caller frees. */
-static char *padded_body(const char *pk, const char *oid, size_t size)
-{
-    char head[256];
-    int n = snprintf(head, sizeof head, "{\"paymentKey\":\"%s\",\"orderId\":\"%s\",\"amount\":1000,"
-                     "\"pad\":\"", pk, oid);
-    ck_assert(n > 0 && (size_t)n + 2 < size);
-    char *b = malloc(size + 1);
-    ck_assert(b != NULL);
-    memcpy(b, head, (size_t)n);
-    memset(b + n, 'x', size - (size_t)n - 2);
-    memcpy(b + size - 2, "\"}", 2);
-    b[size] = '\0';
-    return b;
-}
-
 static const char *const max_body_args[] = {"--max-body", "1024", NULL};
 
 START_TEST(test_body_over_max_body_gets_413)
 {
-    fg_opts o = {.args = max_body_args};
-    fg_server *s = start_server(&o);
+    fg_server *s = start_args(NULL, max_body_args);
     char *body = padded_body("pk_big_1", "order_big_1", 2000);
     const char *headers[] = {s->auth_header, "Idempotency-Key: big-1", NULL};
     fg_response r;
@@ -903,8 +742,7 @@ END_TEST
 
 START_TEST(test_body_over_max_body_with_expect_gets_413_before_body)
 {
-    fg_opts o = {.args = max_body_args};
-    fg_server *s = start_server(&o);
+    fg_server *s = start_args(NULL, max_body_args);
 
     /* curl sends the headers and waits up to 10 s for 100 Continue before sending the body. */
     char *body = padded_body("pk_big_2", "order_big_2", 2000);
@@ -1066,21 +904,6 @@ START_TEST(test_accept_language_en_us_gives_english_message)
 END_TEST
 
 /* ---- CLI and lifecycle -------------------------------------------------------------------- */
-
-/* 1-based line and byte column of the first `needle` in `text`. */
-static void line_col_of(const char *text, const char *needle, int *line, int *col)
-{
-    const char *at = strstr(text, needle);
-    ck_assert(at != NULL);
-    *line = 1;
-    const char *line_start = text;
-    for (const char *p = text; p < at; p++)
-        if (*p == '\n') {
-            (*line)++;
-            line_start = p + 1;
-        }
-    *col = (int)(at - line_start) + 1;
-}
 
 static void assert_profile_rejected(const char *profile, const char *needle)
 {
@@ -1259,8 +1082,7 @@ static Suite *api_suite(void)
 {
     Suite *su = suite_create("blackbox_api");
 
-    TCase *tc = tcase_create("confirm_and_reads");
-    tcase_set_timeout(tc, 30);
+    TCase *tc = add_tcase(su, "confirm_and_reads", 30);
     tcase_add_test(tc, test_confirm_returns_done_payment_matching_request);
     tcase_add_test(tc, test_error_responses_carry_json_type_trace_id_and_no_cache);
     tcase_add_test(tc, test_confirm_mid_flag_sets_mid);
@@ -1268,19 +1090,15 @@ static Suite *api_suite(void)
     tcase_add_test(tc, test_confirm_ignores_unknown_fields);
     tcase_add_test(tc, test_read_unknown_payment_gets_404_not_found_payment);
     tcase_add_test(tc, test_health_reports_ok_and_the_child_pid);
-    suite_add_tcase(su, tc);
 
-    tc = tcase_create("idempotency");
-    tcase_set_timeout(tc, 30);
+    tc = add_tcase(su, "idempotency", 30);
     tcase_add_test(tc, test_confirm_same_key_in_flight_gets_409_then_replay);
     tcase_add_test(tc, test_confirm_without_key_in_flight_gets_already_processing_then_processed);
     tcase_add_test(tc, test_confirm_other_key_in_flight_gets_already_processing_then_processed);
     tcase_add_test(tc, test_confirm_same_key_leaving_queue_after_commit_gets_replay);
     tcase_add_test(tc, test_idempotency_key_of_300_chars_is_accepted);
-    suite_add_tcase(su, tc);
 
-    tc = tcase_create("bad_requests");
-    tcase_set_timeout(tc, 30);
+    tc = add_tcase(su, "bad_requests", 30);
     tcase_add_test(tc, test_bad_confirms_get_their_error_and_leave_no_trace);
     tcase_add_test(tc, test_wrong_secret_key_gets_401_unauthorized_key);
     tcase_add_test(tc, test_test_gsk_key_is_accepted_without_secret_key_flag);
@@ -1291,10 +1109,8 @@ static Suite *api_suite(void)
     tcase_add_test(tc, test_get_on_confirm_path_reads_payment_key_confirm);
     tcase_add_test(tc, test_wrong_method_gets_405_with_allow);
     tcase_add_test(tc, test_accept_language_en_us_gives_english_message);
-    suite_add_tcase(su, tc);
 
-    tc = tcase_create("cli");
-    tcase_set_timeout(tc, 30);
+    tc = add_tcase(su, "cli", 30);
     tcase_add_test(tc, test_profile_with_unknown_key_exits_2_naming_line_and_column);
     tcase_add_test(tc, test_profile_with_negative_latency_exits_2_naming_line_and_column);
     tcase_add_test(tc, test_check_profile_accepts_a_valid_profile);
@@ -1303,15 +1119,10 @@ static Suite *api_suite(void)
     tcase_add_test(tc, test_sigterm_answers_held_request_and_exits_0);
     tcase_add_test(tc, test_probe_exits_0_against_running_server);
     tcase_add_test(tc, test_probe_exits_nonzero_when_nothing_listens);
-    suite_add_tcase(su, tc);
     return su;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(api_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return run_suite(api_suite());
 }

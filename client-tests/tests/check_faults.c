@@ -18,209 +18,14 @@
 #include <strings.h>
 #include <time.h>
 
-#include "harness.h"
-
-#define CONFIRM_PATH "/v1/payments/confirm"
-#define MS (1000000LL) /* ns per ms */
+#include "testkit.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
-
-/* Profiles are written with ' for " to stay readable; this makes the JSON. Caller frees. */
-static char *dq(const char *s)
-{
-    char *o = strdup(s);
-    ck_assert(o != NULL);
-    for (char *p = o; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    return o;
-}
-
-static fg_server *start_opts(const fg_opts *o)
-{
-    char err[FG_ERR_LEN];
-    fg_server *s = fg_start(o, err);
-    ck_assert_msg(s != NULL, "fg_start: %s", err);
-    return s;
-}
-
-/* Start with a profile given in '-quoted JSON. */
-static fg_server *start_q(const char *squoted)
-{
-    char *json = dq(squoted);
-    fg_opts o = {.profile_json = json};
-    fg_server *s = start_opts(&o);
-    free(json);
-    return s;
-}
 
 /* A profile whose confirm route is `confirm` ('-quoted object) and everything else instant. */
 static fg_server *start_confirm(const char *confirm)
 {
-    char buf[4096];
-    snprintf(buf, sizeof buf,
-             "{'name':'faults','routes':{'confirm':%s,'default':{'latency':{'dist':'fixed','ms':0}}}}",
-             confirm);
-    return start_q(buf);
-}
-
-static void stop_server(fg_server *s)
-{
-    int st = fg_stop(s);
-    if (st != 0) {
-        char *e = fg_server_stderr(s);
-        ck_assert_msg(st == 0, "fakegate exited with %d after SIGTERM; stderr: %.3000s", st, e);
-        free(e);
-    }
-    fg_free(s);
-}
-
-/* POST /v1/payments/confirm on a fresh connection that is closed afterwards. key NULL: none.
- * timeout_ms 0: the harness default. */
-static int confirm_fresh(const fg_server *s, const char *pk, const char *oid, long long amount,
-                         const char *key, long timeout_ms, fg_response *r)
-{
-    char body[512], key_line[400];
-    snprintf(body, sizeof body, "{\"paymentKey\":\"%s\",\"orderId\":\"%s\",\"amount\":%lld}", pk,
-             oid, amount);
-    snprintf(key_line, sizeof key_line, "Idempotency-Key: %s", key != NULL ? key : "");
-    const char *headers[] = {s->auth_header, key != NULL ? key_line : NULL, NULL};
-    fg_request req = {.method = "POST", .path = CONFIRM_PATH, .body = body, .headers = headers,
-                      .timeout_ms = timeout_ms, .forbid_reuse = true};
-    return fg_http(s, NULL, &req, r);
-}
-
-#define assert_error(r, status, code) assert_error_at(__LINE__, (r), (status), (code))
-#define assert_status(r, status) assert_status_at(__LINE__, (r), (status))
-#define assert_curl(r, code) assert_curl_at(__LINE__, (r), (code))
-
-static void assert_error_at(int line, const fg_response *r, long status, const char *code)
-{
-    ck_assert_msg(r->curl_code == CURLE_OK, "line %d: no response: %d %s", line,
-                  (int)r->curl_code, r->curl_error);
-    const char *got = fg_error_code(r);
-    ck_assert_msg(r->status == status && got != NULL && strcmp(got, code) == 0,
-                  "line %d: want %ld %s, got %ld %.400s", line, status, code, r->status, r->body);
-    const char *msg = fg_json_str(r->json, "message");
-    ck_assert_msg(msg != NULL && msg[0] != '\0', "line %d: error without a message: %.400s", line,
-                  r->body);
-    ck_assert_msg(strncmp(r->content_type, "application/json", 16) == 0,
-                  "line %d: Content-Type \"%s\"", line, r->content_type);
-}
-
-static void assert_status_at(int line, const fg_response *r, long status)
-{
-    ck_assert_msg(r->curl_code == CURLE_OK, "line %d: no response: %d %s", line,
-                  (int)r->curl_code, r->curl_error);
-    ck_assert_msg(r->status == status, "line %d: want status %ld, got %ld %.400s", line, status,
-                  r->status, r->body);
-}
-
-static void assert_curl_at(int line, const fg_response *r, CURLcode code)
-{
-    ck_assert_msg(r->curl_code == code,
-                  "line %d: want curl error %d (%s), got %d (%s) status %ld body %.300s", line,
-                  (int)code, curl_easy_strerror(code), (int)r->curl_code, r->curl_error,
-                  r->status, r->body);
-}
-
-static long long json_int(const json_t *obj, const char *key)
-{
-    const json_t *v = json_object_get(obj, key);
-    ck_assert_msg(json_is_integer(v), "\"%s\" is not a JSON integer", key);
-    return (long long)json_integer_value(v);
-}
-
-static const char *json_str(const json_t *obj, const char *key)
-{
-    const char *v = fg_json_str(obj, key);
-    ck_assert_msg(v != NULL, "\"%s\" is not a string", key);
-    return v;
-}
-
-static bool same_bytes(const fg_response *a, const fg_response *b)
-{
-    return a->body_len == b->body_len && memcmp(a->body, b->body, a->body_len) == 0;
-}
-
-/* A DONE Payment for this paymentKey and orderId. */
-static void assert_done_at(int line, const fg_response *r, const char *pk, const char *oid)
-{
-    assert_status_at(line, r, 200);
-    ck_assert_msg(json_is_object(r->json), "line %d: 200 body is not JSON: %.400s", line, r->body);
-    ck_assert_str_eq(json_str(r->json, "paymentKey"), pk);
-    ck_assert_str_eq(json_str(r->json, "orderId"), oid);
-    ck_assert_msg(strcmp(json_str(r->json, "status"), "DONE") == 0, "line %d: status %s", line,
-                  json_str(r->json, "status"));
-}
-#define assert_done(r, pk, oid) assert_done_at(__LINE__, (r), (pk), (oid))
-
-/* GET /v1/payments/orders/{oid}: its status (copied into buf) and lastTransactionKey. */
-static void order_read(const fg_server *s, const char *oid, char *status, size_t n, char *ltk,
-                       size_t ln)
-{
-    char path[256];
-    snprintf(path, sizeof path, "/v1/payments/orders/%s", oid);
-    fg_response r;
-    fg_get(s, path, &r);
-    assert_status(&r, 200);
-    snprintf(status, n, "%s", json_str(r.json, "status"));
-    if (ltk != NULL) {
-        const char *k = fg_json_str(r.json, "lastTransactionKey");
-        snprintf(ltk, ln, "%s", k != NULL ? k : "");
-    }
-    fg_response_fini(&r);
-}
-
-#define assert_order_status(s, oid, want) assert_order_status_at(__LINE__, (s), (oid), (want))
-static void assert_order_status_at(int line, const fg_server *s, const char *oid, const char *want)
-{
-    char st[64];
-    order_read(s, oid, st, sizeof st, NULL, 0);
-    ck_assert_msg(strcmp(st, want) == 0, "line %d: %s reads %s, want %s", line, oid, st, want);
-}
-
-/* Poll the order until it reads `status` (exists), at most timeout_ms. */
-static bool wait_order_status(const fg_server *s, const char *oid, const char *status,
-                              int timeout_ms)
-{
-    char path[256];
-    snprintf(path, sizeof path, "/v1/payments/orders/%s", oid);
-    int64_t deadline = fg_now_ms() + timeout_ms;
-    for (;;) {
-        fg_response r;
-        fg_get(s, path, &r);
-        bool ok = r.status == 200 && fg_json_str(r.json, "status") != NULL &&
-                  strcmp(fg_json_str(r.json, "status"), status) == 0;
-        fg_response_fini(&r);
-        if (ok)
-            return true;
-        if (fg_now_ms() > deadline)
-            return false;
-        fg_pause_ms(5);
-    }
-}
-
-/* The ledger's charges for `oid` (exactly one entry required). */
-#define ledger_charges(s, oid) ledger_charges_at(__LINE__, (s), (oid))
-static long long ledger_charges_at(int line, const fg_server *s, const char *oid)
-{
-    json_t *a = fg_admin_payments(s, oid);
-    ck_assert_msg(a != NULL, "line %d: GET /__admin/payments?orderId=%s failed", line, oid);
-    ck_assert_msg(json_array_size(a) == 1, "line %d: want 1 ledger entry for %s, got %zu", line,
-                  oid, json_array_size(a));
-    long long c = json_int(json_array_get(a, 0), "charges");
-    json_decref(a);
-    return c;
-}
-
-static size_t ledger_size(const fg_server *s)
-{
-    json_t *a = fg_admin_payments(s, NULL);
-    ck_assert_msg(a != NULL, "GET /__admin/payments failed");
-    size_t n = json_array_size(a);
-    json_decref(a);
-    return n;
+    return start_confirm_as("faults", confirm, NULL);
 }
 
 /* The raw header line `name: ...` (name case-insensitive) of the response, value bytes exactly
@@ -607,7 +412,7 @@ START_TEST(test_fault_applies_to_409)
     struct call a = {.s = s, .pk = "pk_c409_1", .oid = "order_c409_1", .key = "key-c409-1"};
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, call_confirm, &a), 0);
-    ck_assert_msg(wait_order_status(s, "order_c409_1", "IN_PROGRESS", 3000),
+    ck_assert_msg(wait_for_order_status(s, "order_c409_1", "IN_PROGRESS", 3000, 5),
                   "first confirm never arrived");
     fg_pause_ms(50); /* the claim is taken in the same handler call as the payment's creation */
     fg_response second;
@@ -975,13 +780,14 @@ START_TEST(test_concurrency_cap)
     };
     pthread_t t[3];
     ck_assert_int_eq(pthread_create(&t[0], NULL, call_confirm, &c[0]), 0);
-    ck_assert_msg(wait_order_status(s, "order_cap_a", "IN_PROGRESS", 3000), "A never arrived");
+    ck_assert_msg(wait_for_order_status(s, "order_cap_a", "IN_PROGRESS", 3000, 5),
+                  "A never arrived");
     fg_pause_ms(300); /* B and C end 300 ms after A: a slot frees while they are held */
     for (int i = 1; i < 3; i++)
         ck_assert_int_eq(pthread_create(&t[i], NULL, call_confirm, &c[i]), 0);
     for (int i = 1; i < 3; i++)
-        ck_assert_msg(wait_order_status(s, c[i].oid, "IN_PROGRESS", 3000), "%s never arrived",
-                      c[i].oid);
+        ck_assert_msg(wait_for_order_status(s, c[i].oid, "IN_PROGRESS", 3000, 5),
+                      "%s never arrived", c[i].oid);
 
     /* The 4th: rejected at once, nothing of it reaches the ledger. */
     fg_response d;
@@ -1084,7 +890,7 @@ static fg_server *det_server(int seed)
              seed);
     char *json = dq(prof);
     fg_opts o = {.profile_json = json, .capture_stdout = true};
-    fg_server *s = start_opts(&o);
+    fg_server *s = start_server(&o);
     free(json);
     char want[64];
     snprintf(want, sizeof want, " seed=%d", seed);
@@ -1155,7 +961,7 @@ START_TEST(test_shipped_profiles_load_by_name)
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const char *args[] = {"--profile", names[i], "--profiles-dir", dir, NULL};
         fg_opts o = {.args = args, .capture_stdout = true};
-        fg_server *s = start_opts(&o);
+        fg_server *s = start_server(&o);
         char want[256];
         snprintf(want, sizeof want, "fakegate listening on http://127.0.0.1:%d profile=%s seed=",
                  s->port, names[i]);
@@ -1174,8 +980,7 @@ static Suite *faults_suite(void)
 {
     Suite *su = suite_create("blackbox_faults");
 
-    TCase *tc = tcase_create("fault_kinds");
-    tcase_set_timeout(tc, 30);
+    TCase *tc = add_tcase(su, "fault_kinds", 30);
     tcase_add_test(tc, test_drop_request_close);
     tcase_add_test(tc, test_drop_request_reset);
     tcase_add_test(tc, test_drop_request_hang);
@@ -1189,45 +994,30 @@ static Suite *faults_suite(void)
     tcase_add_test(tc, test_error_bodies_and_retry_after);
     tcase_add_test(tc, test_fault_applies_to_replay);
     tcase_add_test(tc, test_fault_applies_to_409);
-    suite_add_tcase(su, tc);
 
-    tc = tcase_create("scripted");
-    tcase_set_timeout(tc, 30);
+    tc = add_tcase(su, "scripted", 30);
     tcase_add_test(tc, test_attempts_script_first_two_fail);
     tcase_add_test(tc, test_times_budget_first_n_requests);
     tcase_add_test(tc, test_throttled_requests_are_not_attempts);
-    suite_add_tcase(su, tc);
 
-    tc = tcase_create("throttle");
-    tcase_set_timeout(tc, 30);
+    tc = add_tcase(su, "throttle", 30);
     tcase_add_test(tc, test_token_bucket_burst_then_refuse);
     tcase_add_test(tc, test_window_throttle_retry_after_and_reopen);
     tcase_add_test(tc, test_window_client_returning_when_told_is_admitted);
     tcase_add_test(tc, test_throttle_retry_after_formats_status_and_bodies);
-    suite_add_tcase(su, tc);
 
-    tc = tcase_create("concurrency");
-    tcase_set_timeout(tc, 30);
+    tc = add_tcase(su, "concurrency", 30);
     tcase_add_test(tc, test_concurrency_cap);
-    suite_add_tcase(su, tc);
 
-    tc = tcase_create("determinism");
-    tcase_set_timeout(tc, 60);
+    tc = add_tcase(su, "determinism", 60);
     tcase_add_test(tc, test_seeded_outcomes_repeat_under_concurrency);
-    suite_add_tcase(su, tc);
 
-    tc = tcase_create("shipped");
-    tcase_set_timeout(tc, 60);
+    tc = add_tcase(su, "shipped", 60);
     tcase_add_test(tc, test_shipped_profiles_load_by_name);
-    suite_add_tcase(su, tc);
     return su;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(faults_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return run_suite(faults_suite());
 }

@@ -11,151 +11,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "harness.h"
-
-#define CONFIRM_PATH "/v1/payments/confirm"
-#define MS (1000000LL) /* ns per ms */
+#include "testkit.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
-
-static fg_server *start_server(const fg_opts *o)
-{
-    char err[FG_ERR_LEN];
-    fg_server *s = fg_start(o, err);
-    ck_assert_msg(s != NULL, "fg_start: %s", err);
-    return s;
-}
-
-static fg_server *start_with_profile(const char *profile_json)
-{
-    fg_opts o = {.profile_json = profile_json};
-    return start_server(&o);
-}
-
-static void stop_server(fg_server *s)
-{
-    int st = fg_stop(s);
-    if (st != 0) {
-        char *e = fg_server_stderr(s);
-        ck_assert_msg(st == 0, "fakegate exited with %d after SIGTERM; stderr: %.3000s", st, e);
-        free(e);
-    }
-    fg_free(s);
-}
-
-#define assert_error(r, status, code) assert_error_at(__LINE__, (r), (status), (code))
-#define assert_status(r, status) assert_status_at(__LINE__, (r), (status))
-
-/* The response is a Toss error {code, message} with this status and code. */
-static void assert_error_at(int line, const fg_response *r, long status, const char *code)
-{
-    ck_assert_msg(r->curl_code == CURLE_OK, "line %d: no response: %s", line, r->curl_error);
-    const char *got = fg_error_code(r);
-    ck_assert_msg(r->status == status && got != NULL && strcmp(got, code) == 0,
-                  "line %d: want %ld %s, got %ld %.400s", line, status, code, r->status, r->body);
-    const char *msg = fg_json_str(r->json, "message");
-    ck_assert_msg(msg != NULL && msg[0] != '\0', "line %d: error without a message: %.400s", line,
-                  r->body);
-    ck_assert_msg(strncmp(r->content_type, "application/json", 16) == 0,
-                  "line %d: Content-Type \"%s\"", line, r->content_type);
-}
-
-static void assert_status_at(int line, const fg_response *r, long status)
-{
-    ck_assert_msg(r->curl_code == CURLE_OK, "line %d: no response: %s", line, r->curl_error);
-    ck_assert_msg(r->status == status, "line %d: want status %ld, got %ld %.400s", line, status,
-                  r->status, r->body);
-}
-
-static bool same_bytes(const fg_response *a, const fg_response *b)
-{
-    return a->body_len == b->body_len && memcmp(a->body, b->body, a->body_len) == 0;
-}
-
-static long long json_int(const json_t *obj, const char *key)
-{
-    const json_t *v = json_object_get(obj, key);
-    ck_assert_msg(json_is_integer(v), "\"%s\" is not a JSON integer", key);
-    return (long long)json_integer_value(v);
-}
-
-static const char *json_str(const json_t *obj, const char *key)
-{
-    const char *v = fg_json_str(obj, key);
-    ck_assert_msg(v != NULL, "\"%s\" is not a string", key);
-    return v;
-}
-
-/* A DONE Payment for this paymentKey, orderId and amount. */
-static void assert_done(const fg_response *r, const char *pk, const char *oid, long long amount)
-{
-    assert_status(r, 200);
-    ck_assert_msg(json_is_object(r->json), "200 body is not a JSON object: %.400s", r->body);
-    ck_assert_str_eq(json_str(r->json, "paymentKey"), pk);
-    ck_assert_str_eq(json_str(r->json, "orderId"), oid);
-    ck_assert_str_eq(json_str(r->json, "status"), "DONE");
-    ck_assert_int_eq(json_int(r->json, "totalAmount"), amount);
-    ck_assert_int_eq(json_int(r->json, "balanceAmount"), amount);
-}
-
-static void get_order(const fg_server *s, const char *oid, fg_response *r)
-{
-    char path[256];
-    snprintf(path, sizeof path, "/v1/payments/orders/%s", oid);
-    fg_get(s, path, r);
-}
-
-/* Poll GET /v1/payments/orders/{oid} (every 2 ms, at most timeout_ms) until it reads `status`.
- * Returns the CLOCK_MONOTONIC ns at which the read that saw it was sent, or 0 on timeout. */
-static int64_t wait_for_order_status(const fg_server *s, const char *oid, const char *status,
-                                     int timeout_ms)
-{
-    int64_t deadline = fg_now_ms() + timeout_ms;
-    for (;;) {
-        fg_response r;
-        get_order(s, oid, &r);
-        bool ok = r.status == 200 && fg_json_str(r.json, "status") != NULL &&
-                  strcmp(fg_json_str(r.json, "status"), status) == 0;
-        int64_t sent = r.sent_ns;
-        fg_response_fini(&r);
-        if (ok)
-            return sent;
-        if (fg_now_ms() > deadline)
-            return 0;
-        fg_pause_ms(2);
-    }
-}
-
-/* The only ledger entry for `oid` (asserting there is exactly one). New reference. */
-static json_t *the_ledger_entry(const fg_server *s, const char *oid)
-{
-    json_t *a = fg_admin_payments(s, oid);
-    ck_assert_msg(a != NULL, "GET /__admin/payments?orderId=%s failed", oid);
-    ck_assert_msg(json_array_size(a) == 1, "want 1 ledger entry for %s, got %zu", oid,
-                  json_array_size(a));
-    json_t *e = json_incref(json_array_get(a, 0));
-    json_decref(a);
-    return e;
-}
-
-static void assert_charged_once(const fg_server *s, const char *pk, const char *oid)
-{
-    json_t *e = the_ledger_entry(s, oid);
-    ck_assert_int_eq(json_int(e, "charges"), 1);
-    const json_t *p = json_object_get(e, "payment");
-    ck_assert_str_eq(json_str(p, "paymentKey"), pk);
-    ck_assert_str_eq(json_str(p, "status"), "DONE");
-    json_decref(e);
-}
-
-static size_t ledger_size(const fg_server *s)
-{
-    json_t *a = fg_admin_payments(s, NULL);
-    ck_assert_msg(a != NULL, "GET /__admin/payments failed");
-    size_t n = json_array_size(a);
-    json_decref(a);
-    return n;
-}
 
 /* POST /v1/payments/confirm with this exact body, the default auth and, if not NULL, the key. */
 static int post_confirm_body(const fg_server *s, const char *body, const char *key, fg_response *r)
@@ -198,22 +56,6 @@ static void raw_expect_error(const fg_server *s, const char *what, const char *r
     fg_raw_response_fini(&rr);
 }
 
-/* A syntactically valid confirm body of exactly `size` bytes. Caller frees. */
-static char *padded_body(const char *pk, const char *oid, size_t size)
-{
-    char head[256];
-    int n = snprintf(head, sizeof head, "{\"paymentKey\":\"%s\",\"orderId\":\"%s\",\"amount\":1000,"
-                     "\"pad\":\"", pk, oid);
-    ck_assert(n > 0 && (size_t)n + 2 < size);
-    char *b = malloc(size + 1);
-    ck_assert(b != NULL);
-    memcpy(b, head, (size_t)n);
-    memset(b + n, 'x', size - (size_t)n - 2);
-    memcpy(b + size - 2, "\"}", 2);
-    b[size] = '\0';
-    return b;
-}
-
 /* "Name: " followed by `n` copies of 'a'. Caller frees. */
 static char *long_header(const char *name, size_t n)
 {
@@ -236,16 +78,8 @@ static void leave_then_check(const fg_server *s, const char *pk, const char *oid
                              long long amount, const char *key, long give_up_ms, int64_t queue_ms,
                              int64_t commit_ms)
 {
-    char body[256];
-    snprintf(body, sizeof body, "{\"paymentKey\":\"%s\",\"orderId\":\"%s\",\"amount\":%lld}", pk,
-             oid, amount);
-    char key_line[128];
-    snprintf(key_line, sizeof key_line, "Idempotency-Key: %s", key);
-    const char *headers[] = {s->auth_header, key_line, NULL};
-    fg_request req = {.method = "POST", .path = CONFIRM_PATH, .body = body, .headers = headers,
-                      .timeout_ms = give_up_ms, .forbid_reuse = true};
     fg_response lost;
-    fg_http(s, NULL, &req, &lost);
+    confirm_fresh(s, pk, oid, amount, key, give_up_ms, &lost);
     ck_assert_msg(lost.curl_code == CURLE_OPERATION_TIMEDOUT,
                   "want curl error 28 (timeout after %ld ms), got %d (%s) status %ld %.300s",
                   give_up_ms, (int)lost.curl_code, lost.curl_error, lost.status, lost.body);
@@ -261,7 +95,7 @@ static void leave_then_check(const fg_server *s, const char *pk, const char *oid
     }
     fg_response_fini(&during);
 
-    int64_t done_seen = wait_for_order_status(s, oid, "DONE", (int)commit_ms + 3000);
+    int64_t done_seen = wait_for_order_status(s, oid, "DONE", (int)commit_ms + 3000, 2);
     ck_assert_msg(done_seen != 0, "%s never read DONE after its client left (planned commit at "
                   "%lld ms)", oid, (long long)commit_ms);
     ck_assert_msg(done_seen >= sent + (commit_ms - 10) * MS,
@@ -271,15 +105,15 @@ static void leave_then_check(const fg_server *s, const char *pk, const char *oid
     /* The record ended DONE holding the success: the resend gets it. */
     fg_response again;
     fg_confirm(s, pk, oid, amount, key, &again);
-    assert_done(&again, pk, oid, amount);
+    assert_done_amount(&again, pk, oid, amount);
     fg_response second;
     fg_confirm(s, pk, oid, amount, key, &second);
-    assert_done(&second, pk, oid, amount);
+    assert_done_amount(&second, pk, oid, amount);
     ck_assert_msg(same_bytes(&again, &second), "replays differ:\n%s\n---\n%s", again.body,
                   second.body);
     fg_response now;
     get_order(s, oid, &now);
-    assert_done(&now, pk, oid, amount);
+    assert_done_amount(&now, pk, oid, amount);
     ck_assert_str_eq(json_str(again.json, "lastTransactionKey"),
                      json_str(now.json, "lastTransactionKey"));
     fg_response_fini(&now);
@@ -335,7 +169,7 @@ START_TEST(test_same_key_different_body_is_replayed_by_default)
     fg_server *s = start_server(NULL);
     fg_response first, other, reordered;
     post_confirm_body(s, BODY_1000, "key-mismatch-1", &first);
-    assert_done(&first, "pk_mismatch_1", "order_mismatch_1", 1000);
+    assert_done_amount(&first, "pk_mismatch_1", "order_mismatch_1", 1000);
 
     post_confirm_body(s, BODY_2000, "key-mismatch-1", &other);
     assert_status(&other, 200);
@@ -364,7 +198,7 @@ START_TEST(test_same_key_different_body_rejected_with_reject_option)
         "\"routes\":{\"default\":{\"latency\":{\"dist\":\"fixed\",\"ms\":0}}}}");
     fg_response first, other, reordered, same;
     post_confirm_body(s, BODY_1000, "key-mismatch-1", &first);
-    assert_done(&first, "pk_mismatch_1", "order_mismatch_1", 1000);
+    assert_done_amount(&first, "pk_mismatch_1", "order_mismatch_1", 1000);
 
     post_confirm_body(s, BODY_2000, "key-mismatch-1", &other);
     assert_error(&other, 422, "IDEMPOTENCY_KEY_REUSED");
@@ -413,7 +247,7 @@ START_TEST(test_header_block_over_8k_gets_431_json)
     const char *ok_headers[] = {s->auth_header, pad, "Idempotency-Key: hdr-1", NULL};
     req.headers = ok_headers;
     fg_http(s, NULL, &req, &r);
-    assert_done(&r, "pk_hdr_1", "order_hdr_1", 1000);
+    assert_done_amount(&r, "pk_hdr_1", "order_hdr_1", 1000);
     /* The status line, not the whole block: a random trace id or the Date may contain "431". */
     ck_assert_msg(r.header_block != NULL && strncmp(r.header_block, "HTTP/1.1 200", 12) == 0,
                   "%s", r.header_block);
@@ -437,7 +271,7 @@ START_TEST(test_header_block_over_8k_gets_431_json)
     /* The server is still fine. */
     fg_response after;
     get_order(s, "order_hdr_1", &after);
-    assert_done(&after, "pk_hdr_1", "order_hdr_1", 1000);
+    assert_done_amount(&after, "pk_hdr_1", "order_hdr_1", 1000);
     fg_response_fini(&after);
     stop_server(s);
 }
@@ -447,8 +281,7 @@ static const char *const max_body_args[] = {"--max-body", "1024", NULL};
 
 START_TEST(test_chunked_body_over_max_body_gets_413_and_close)
 {
-    fg_opts o = {.args = max_body_args};
-    fg_server *s = start_server(&o);
+    fg_server *s = start_args(NULL, max_body_args);
     char *body = padded_body("pk_chunk_1", "order_chunk_1", 4000);
 
     /* curl, chunked in 64-byte pieces. */
@@ -493,7 +326,7 @@ START_TEST(test_chunked_body_over_max_body_gets_413_and_close)
     /* Not stored under chunk-1: the corrected request runs. */
     fg_response ok;
     fg_confirm(s, "pk_chunk_1", "order_chunk_1", 1000, "chunk-1", &ok);
-    assert_done(&ok, "pk_chunk_1", "order_chunk_1", 1000);
+    assert_done_amount(&ok, "pk_chunk_1", "order_chunk_1", 1000);
     fg_response_fini(&ok);
     stop_server(s);
 }
@@ -505,11 +338,10 @@ static const char *const ttl_args[] = {"--idempotency-ttl", "1", NULL};
 
 START_TEST(test_idempotency_ttl_expiry_runs_again)
 {
-    fg_opts o = {.args = ttl_args};
-    fg_server *s = start_server(&o);
+    fg_server *s = start_args(NULL, ttl_args);
     fg_response a, a_again, b, b_again;
     fg_confirm(s, "pk_ttl_a", "order_ttl_a", 1000, "key-ttl-1", &a);
-    assert_done(&a, "pk_ttl_a", "order_ttl_a", 1000);
+    assert_done_amount(&a, "pk_ttl_a", "order_ttl_a", 1000);
     /* Within the TTL: the replay. */
     fg_confirm(s, "pk_ttl_a", "order_ttl_a", 1000, "key-ttl-1", &a_again);
     assert_status(&a_again, 200);
@@ -524,7 +356,7 @@ START_TEST(test_idempotency_ttl_expiry_runs_again)
     ck_assert(fg_now_ns() >= until);
 
     fg_confirm(s, "pk_ttl_b", "order_ttl_b", 2000, "key-ttl-1", &b);
-    assert_done(&b, "pk_ttl_b", "order_ttl_b", 2000);
+    assert_done_amount(&b, "pk_ttl_b", "order_ttl_b", 2000);
     ck_assert_str_ne(json_str(b.json, "lastTransactionKey"), json_str(a.json, "lastTransactionKey"));
     /* The new run is now what the key holds. */
     fg_confirm(s, "pk_ttl_b", "order_ttl_b", 2000, "key-ttl-1", &b_again);
@@ -621,7 +453,7 @@ START_TEST(test_replay_of_business_error_is_byte_identical)
     fg_server *s = start_server(NULL);
     fg_response first, dup, dup_again;
     fg_confirm(s, "pk_dup_1", "order_dup_1", 1000, "key-dup-1", &first);
-    assert_done(&first, "pk_dup_1", "order_dup_1", 1000);
+    assert_done_amount(&first, "pk_dup_1", "order_dup_1", 1000);
 
     fg_confirm(s, "pk_dup_2", "order_dup_1", 1000, "key-dup-2", &dup);
     assert_error(&dup, 400, "DUPLICATED_ORDER_ID");
@@ -643,34 +475,24 @@ static Suite *idempotency_suite(void)
 {
     Suite *su = suite_create("blackbox_idempotency");
 
-    TCase *tc = tcase_create("client_leaves");
-    tcase_set_timeout(tc, 30);
+    TCase *tc = add_tcase(su, "client_leaves", 30);
     tcase_add_test(tc, test_client_disconnect_during_latency_still_commits);
     tcase_add_test(tc, test_client_disconnect_during_queue_latency_still_commits);
-    suite_add_tcase(su, tc);
 
-    tc = tcase_create("records");
-    tcase_set_timeout(tc, 30);
+    tc = add_tcase(su, "records", 30);
     tcase_add_test(tc, test_same_key_different_body_is_replayed_by_default);
     tcase_add_test(tc, test_same_key_different_body_rejected_with_reject_option);
     tcase_add_test(tc, test_idempotency_ttl_expiry_runs_again);
     tcase_add_test(tc, test_replay_of_business_error_is_byte_identical);
-    suite_add_tcase(su, tc);
 
-    tc = tcase_create("wire_limits");
-    tcase_set_timeout(tc, 30);
+    tc = add_tcase(su, "wire_limits", 30);
     tcase_add_test(tc, test_header_block_over_8k_gets_431_json);
     tcase_add_test(tc, test_chunked_body_over_max_body_gets_413_and_close);
     tcase_add_test(tc, test_empty_and_folded_idempotency_key_rejected);
-    suite_add_tcase(su, tc);
     return su;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(idempotency_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return run_suite(idempotency_suite());
 }

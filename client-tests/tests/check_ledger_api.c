@@ -8,13 +8,12 @@
 #include <check.h>
 #include <math.h>
 #include <pthread.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "harness.h"
+#include "testkit.h"
 
 #define MS_NS INT64_C(1000000)
 
@@ -30,83 +29,6 @@
 #define REASON_KO "고객 변심으로 인한 취소"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
-
-static fg_server *start_server(const fg_opts *o)
-{
-    char err[FG_ERR_LEN];
-    fg_server *s = fg_start(o, err);
-    ck_assert_msg(s != NULL, "fg_start: %s", err);
-    return s;
-}
-
-static fg_server *start_args(const char *profile_json, const char *const *args)
-{
-    fg_opts o = {.profile_json = profile_json, .args = args};
-    return start_server(&o);
-}
-
-static void stop_server(fg_server *s)
-{
-    int st = fg_stop(s);
-    if (st != 0) {
-        char *e = fg_server_stderr(s);
-        ck_assert_msg(st == 0, "fakegate exited with %d after SIGTERM; stderr: %.3000s", st, e);
-        free(e);
-    }
-    fg_free(s);
-}
-
-#define assert_error(r, status, code) assert_error_at(__LINE__, (r), (status), (code))
-
-/* A Toss error {code, message} with this status and code. */
-static void assert_error_at(int line, const fg_response *r, long status, const char *code)
-{
-    ck_assert_msg(r->curl_code == CURLE_OK, "line %d: no response: %s", line, r->curl_error);
-    const char *got = fg_error_code(r);
-    ck_assert_msg(r->status == status && got != NULL && strcmp(got, code) == 0,
-                  "line %d: want %ld %s, got %ld %.400s", line, status, code, r->status, r->body);
-    const char *msg = fg_json_str(r->json, "message");
-    ck_assert_msg(msg != NULL && msg[0] != '\0', "line %d: error without a message: %.400s", line,
-                  r->body);
-}
-
-#define assert_status(r, status) assert_status_at(__LINE__, (r), (status))
-
-static void assert_status_at(int line, const fg_response *r, long status)
-{
-    ck_assert_msg(r->curl_code == CURLE_OK, "line %d: no response: %s", line, r->curl_error);
-    ck_assert_msg(r->status == status, "line %d: want status %ld, got %ld %.600s", line, status,
-                  r->status, r->body);
-}
-
-static bool matches(const char *re, const char *s)
-{
-    regex_t rx;
-    if (s == NULL || regcomp(&rx, re, REG_EXTENDED | REG_NOSUB) != 0)
-        return false;
-    bool ok = regexec(&rx, s, 0, NULL, 0) == 0;
-    regfree(&rx);
-    return ok;
-}
-
-static long long json_int(const json_t *obj, const char *key)
-{
-    const json_t *v = json_object_get(obj, key);
-    ck_assert_msg(json_is_integer(v), "\"%s\" is not a JSON integer", key);
-    return (long long)json_integer_value(v);
-}
-
-static const char *json_str(const json_t *obj, const char *key)
-{
-    const char *v = fg_json_str(obj, key);
-    ck_assert_msg(v != NULL, "\"%s\" is not a string", key);
-    return v;
-}
-
-static bool same_bytes(const fg_response *a, const fg_response *b)
-{
-    return a->body_len == b->body_len && memcmp(a->body, b->body, a->body_len) == 0;
-}
 
 static double elapsed_ms(const fg_response *r)
 {
@@ -1366,8 +1288,7 @@ static Suite *ledger_api_suite(void)
 {
     Suite *su = suite_create("blackbox_ledger_api");
 
-    TCase *tc = tcase_create("cancel");
-    tcase_set_timeout(tc, 30);
+    TCase *tc = add_tcase(su, "cancel", 30);
     tcase_add_test(tc, test_full_cancel_returns_canceled_payment_with_one_cancel);
     tcase_add_test(tc, test_two_partial_cancels_then_the_rest);
     tcase_add_test(tc, test_cancel_reason_of_200_korean_characters_is_accepted);
@@ -1378,39 +1299,28 @@ static Suite *ledger_api_suite(void)
     tcase_add_test(tc, test_overlapping_cancels_loser_judged_against_winners_balance);
     tcase_add_test(tc, test_cancel_resend_with_same_key_is_replayed);
     tcase_add_test(tc, test_cancel_same_key_in_flight_gets_409);
-    suite_add_tcase(su, tc);
 
-    tc = tcase_create("transactions");
-    tcase_set_timeout(tc, 30);
+    tc = add_tcase(su, "transactions", 30);
     tcase_add_test(tc, test_transactions_list_approvals_and_cancels_in_commit_order);
     tcase_add_test(tc, test_transactions_date_bounds);
     tcase_add_test(tc, test_transactions_bad_cursor_and_limits);
     tcase_add_test(tc, test_transactions_default_limit_is_100);
-    suite_add_tcase(su, tc);
 
-    tc = tcase_create("sessions");
-    tcase_set_timeout(tc, 30);
+    tc = add_tcase(su, "sessions", 30);
     tcase_add_test(tc, test_registered_session_confirm_must_match_order_and_amount);
     tcase_add_test(tc, test_duplicate_session_order_id_gets_duplicated_order_id);
     tcase_add_test(tc, test_session_expires_after_session_ttl);
     tcase_add_test(tc, test_strict_sessions_require_a_registered_session);
-    suite_add_tcase(su, tc);
 
-    tc = tcase_create("test_codes_and_paths");
-    tcase_set_timeout(tc, 30);
+    tc = add_tcase(su, "test_codes_and_paths", 30);
     tcase_add_test(tc, test_test_code_on_confirm_forces_error_and_stores_nothing);
     tcase_add_test(tc, test_test_code_on_cancel_forces_error_and_stores_nothing);
     tcase_add_test(tc, test_test_code_is_ignored_for_a_live_key);
     tcase_add_test(tc, test_paths_hiding_a_slash_or_nul_get_404_not_found);
-    suite_add_tcase(su, tc);
     return su;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(ledger_api_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return run_suite(ledger_api_suite());
 }

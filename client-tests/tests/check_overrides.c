@@ -18,180 +18,27 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "testkit.h"
 
-#define CONFIRM_PATH "/v1/payments/confirm"
-#define MS (1000000LL) /* ns per ms */
 #define LOG_LINE_MAX 8192
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
-/* Profiles are written with ' for " to stay readable; this makes the JSON. Caller frees. */
-static char *dq(const char *s)
-{
-    char *o = strdup(s);
-    ck_assert(o != NULL);
-    for (char *p = o; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    return o;
-}
-
-static const char *profiles_dir(void)
-{
-    const char *dir = getenv("FAKEGATE_PROFILES");
-    return dir != NULL && dir[0] != '\0' ? dir : "profiles";
-}
-
-static fg_server *start_opts(const fg_opts *o)
-{
-    char err[FG_ERR_LEN];
-    fg_server *s = fg_start(o, err);
-    ck_assert_msg(s != NULL, "fg_start: %s", err);
-    return s;
-}
-
 /* A profile whose confirm route is `confirm` ('-quoted object), everything else instant. */
 static fg_server *start_confirm(const char *confirm)
 {
-    char buf[4096];
-    snprintf(buf, sizeof buf,
-             "{'name':'overrides','routes':{'confirm':%s,'default':{'latency':{'dist':'fixed','ms':0}}}}",
-             confirm);
-    char *json = dq(buf);
-    fg_opts o = {.profile_json = json};
-    fg_server *s = start_opts(&o);
-    free(json);
-    return s;
+    return start_confirm_as("overrides", confirm, NULL);
 }
 
 /* The harness's instant profile (no latency, no faults anywhere). */
 static fg_server *start_instant(void)
 {
-    return start_opts(NULL);
-}
-
-static void stop_server(fg_server *s)
-{
-    int st = fg_stop(s);
-    if (st != 0) {
-        char *e = fg_server_stderr(s);
-        ck_assert_msg(st == 0, "fakegate exited with %d after SIGTERM; stderr: %.3000s", st, e);
-        free(e);
-    }
-}
-
-/* POST /v1/payments/confirm on a fresh connection closed afterwards, with `extra` header lines
- * ("Name: value"; NULL means none). key NULL: no Idempotency-Key. timeout_ms 0: the default. */
-static int confirm_with(const fg_server *s, const char *pk, const char *oid, long long amount,
-                        const char *key, const char *extra, long timeout_ms, fg_response *r)
-{
-    char body[512], key_line[400];
-    snprintf(body, sizeof body, "{\"paymentKey\":\"%s\",\"orderId\":\"%s\",\"amount\":%lld}", pk,
-             oid, amount);
-    snprintf(key_line, sizeof key_line, "Idempotency-Key: %s", key != NULL ? key : "");
-    const char *headers[4] = {s->auth_header, NULL, NULL, NULL};
-    size_t n = 1;
-    if (extra != NULL)
-        headers[n++] = extra;
-    if (key != NULL)
-        headers[n++] = key_line;
-    fg_request req = {.method = "POST", .path = CONFIRM_PATH, .body = body, .headers = headers,
-                      .timeout_ms = timeout_ms, .forbid_reuse = true};
-    return fg_http(s, NULL, &req, r);
+    return start_server(NULL);
 }
 
 static int64_t took_ms(const fg_response *r)
 {
     return (r->done_ns - r->sent_ns) / MS;
-}
-
-#define assert_error(r, status, code) assert_error_at(__LINE__, (r), (status), (code))
-#define assert_status(r, status) assert_status_at(__LINE__, (r), (status))
-#define assert_curl(r, code) assert_curl_at(__LINE__, (r), (code))
-
-static void assert_error_at(int line, const fg_response *r, long status, const char *code)
-{
-    ck_assert_msg(r->curl_code == CURLE_OK, "line %d: no response: %d %s", line,
-                  (int)r->curl_code, r->curl_error);
-    const char *got = fg_error_code(r);
-    ck_assert_msg(r->status == status && got != NULL && strcmp(got, code) == 0,
-                  "line %d: want %ld %s, got %ld %.400s", line, status, code, r->status, r->body);
-    const char *msg = fg_json_str(r->json, "message");
-    ck_assert_msg(msg != NULL && msg[0] != '\0', "line %d: error without a message: %.400s", line,
-                  r->body);
-}
-
-static void assert_status_at(int line, const fg_response *r, long status)
-{
-    ck_assert_msg(r->curl_code == CURLE_OK, "line %d: no response: %d %s", line,
-                  (int)r->curl_code, r->curl_error);
-    ck_assert_msg(r->status == status, "line %d: want status %ld, got %ld %.400s", line, status,
-                  r->status, r->body);
-}
-
-static void assert_curl_at(int line, const fg_response *r, CURLcode code)
-{
-    ck_assert_msg(r->curl_code == code,
-                  "line %d: want curl error %d (%s), got %d (%s) status %ld body %.300s", line,
-                  (int)code, curl_easy_strerror(code), (int)r->curl_code, r->curl_error,
-                  r->status, r->body);
-}
-
-/* A 200 DONE Payment for this paymentKey and orderId. */
-#define assert_done(r, pk, oid) assert_done_at(__LINE__, (r), (pk), (oid))
-static void assert_done_at(int line, const fg_response *r, const char *pk, const char *oid)
-{
-    assert_status_at(line, r, 200);
-    const char *st = fg_json_str(r->json, "status");
-    const char *gpk = fg_json_str(r->json, "paymentKey");
-    const char *goid = fg_json_str(r->json, "orderId");
-    ck_assert_msg(st != NULL && strcmp(st, "DONE") == 0 && gpk != NULL && strcmp(gpk, pk) == 0 &&
-                      goid != NULL && strcmp(goid, oid) == 0,
-                  "line %d: not a DONE payment %s/%s: %.400s", line, pk, oid, r->body);
-}
-
-/* The status the order reads now (copied into buf; "" for a non-200). */
-static void order_status(const fg_server *s, const char *oid, char *buf, size_t n)
-{
-    char path[256];
-    snprintf(path, sizeof path, "/v1/payments/orders/%s", oid);
-    fg_response r;
-    fg_get(s, path, &r);
-    const char *st = r.status == 200 ? fg_json_str(r.json, "status") : NULL;
-    snprintf(buf, n, "%s", st != NULL ? st : "");
-    fg_response_fini(&r);
-}
-
-#define assert_order_status(s, oid, want) assert_order_status_at(__LINE__, (s), (oid), (want))
-static void assert_order_status_at(int line, const fg_server *s, const char *oid, const char *want)
-{
-    char st[64];
-    order_status(s, oid, st, sizeof st);
-    ck_assert_msg(strcmp(st, want) == 0, "line %d: %s reads \"%s\", want %s", line, oid, st, want);
-}
-
-/* The ledger's charges for `oid` (exactly one entry required). */
-static long long ledger_charges(const fg_server *s, const char *oid)
-{
-    json_t *a = fg_admin_payments(s, oid);
-    ck_assert_msg(a != NULL, "GET /__admin/payments?orderId=%s failed", oid);
-    ck_assert_msg(json_array_size(a) == 1, "want 1 ledger entry for %s, got %zu", oid,
-                  json_array_size(a));
-    const json_t *c = json_object_get(json_array_get(a, 0), "charges");
-    ck_assert_msg(json_is_integer(c), "charges is not an integer");
-    long long v = (long long)json_integer_value(c);
-    json_decref(a);
-    return v;
-}
-
-static size_t ledger_size(const fg_server *s)
-{
-    json_t *a = fg_admin_payments(s, NULL);
-    ck_assert_msg(a != NULL, "GET /__admin/payments failed");
-    size_t n = json_array_size(a);
-    json_decref(a);
-    return n;
 }
 
 /* The newest journal entry of a confirm for `oid` (a new reference), or fails. */
@@ -297,7 +144,6 @@ START_TEST(test_latency_override_delays_and_reads_in_progress)
                   decision_num(e, "latency_ms"));
     json_decref(e);
     stop_server(s);
-    fg_free(s);
 }
 END_TEST
 
@@ -324,7 +170,6 @@ START_TEST(test_latency_override_removes_queue_latency)
                   (long long)took_ms(&r));
     fg_response_fini(&r);
     stop_server(s);
-    fg_free(s);
 }
 END_TEST
 
@@ -349,7 +194,6 @@ START_TEST(test_latency_override_invalid_values)
     assert_done(&r, "pk_badlat", "order_badlat_0");
     fg_response_fini(&r);
     stop_server(s);
-    fg_free(s);
 }
 END_TEST
 
@@ -374,7 +218,6 @@ static void fault_case(const char *fault, CURLcode want, long timeout_ms, const 
     assert_order_status(s, oid, read_status);
     ck_assert_int_eq(ledger_charges(s, oid), charges);
     stop_server(s);
-    fg_free(s);
 }
 
 START_TEST(test_fault_override_drop_response_reset)
@@ -415,7 +258,6 @@ START_TEST(test_fault_override_error_commit)
     fg_response_fini(&r);
     ck_assert_int_eq(ledger_charges(s, "order_fo_err"), 1);
     stop_server(s);
-    fg_free(s);
 }
 END_TEST
 
@@ -431,7 +273,6 @@ START_TEST(test_fault_override_error_before_is_immediate)
     fg_response_fini(&r);
     ck_assert_int_eq(ledger_charges(s, "order_fo_bef"), 0);
     stop_server(s);
-    fg_free(s);
 }
 END_TEST
 
@@ -445,7 +286,6 @@ START_TEST(test_fault_override_drip)
     ck_assert_msg(took_ms(&r) >= 550, "drip of 600 ms took %lld ms", (long long)took_ms(&r));
     fg_response_fini(&r);
     stop_server(s);
-    fg_free(s);
 }
 END_TEST
 
@@ -462,7 +302,6 @@ START_TEST(test_fault_override_p_zero_is_no_fault)
     ck_assert_msg(f != NULL && strcmp(f, "none") == 0, "decision.fault \"%s\"", f ? f : "(null)");
     json_decref(e);
     stop_server(s);
-    fg_free(s);
 }
 END_TEST
 
@@ -483,7 +322,6 @@ START_TEST(test_fault_override_wins_for_one_request)
     fg_response_fini(&r);
     ck_assert_int_eq(ledger_charges(s, "order_win_2"), 0);
     stop_server(s);
-    fg_free(s);
 }
 END_TEST
 
@@ -525,7 +363,6 @@ START_TEST(test_fault_override_malformed)
     fg_response_fini(&r);
     ck_assert_uint_eq(ledger_size(s), 0);
     stop_server(s);
-    fg_free(s);
 }
 END_TEST
 
@@ -557,22 +394,14 @@ START_TEST(test_fault_override_messages_name_no_internal_json)
     ck_assert_msg(bad[0] == '\0',
                   "messages show the internal JSON's position or an empty field path:%s", bad);
     stop_server(s);
-    fg_free(s);
 }
 END_TEST
 
 /* ---- X-Fakegate-Profile ------------------------------------------------------------------- */
 
-static fg_server *start_with_profiles_dir(void)
-{
-    const char *args[] = {"--profiles-dir", profiles_dir(), NULL};
-    fg_opts o = {.args = args};
-    return start_opts(&o);
-}
-
 START_TEST(test_profile_override_slow_then_fast)
 {
-    fg_server *s = start_with_profiles_dir();
+    fg_server *s = start_args(NULL, PROFILES_DIR_ARGS);
     fg_response r;
     confirm_with(s, "pk_slow_1", "order_slow_1", 1000, "key-slow-1", "X-Fakegate-Profile: slow",
                  0, &r);
@@ -600,13 +429,12 @@ START_TEST(test_profile_override_slow_then_fast)
     ck_assert_msg(name != NULL && strcmp(name, "instant") == 0, "active profile: %.300s", r.body);
     fg_response_fini(&r);
     stop_server(s);
-    fg_free(s);
 }
 END_TEST
 
 START_TEST(test_profile_override_invalid_names)
 {
-    fg_server *s = start_with_profiles_dir();
+    fg_server *s = start_args(NULL, PROFILES_DIR_ARGS);
     static const char *const bad[] = {"../etc", "no-such-profile-here", "Slow"};
     static const char *const needles[] = {"X-Fakegate-Profile", NULL};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -620,7 +448,6 @@ START_TEST(test_profile_override_invalid_names)
     }
     ck_assert_uint_eq(ledger_size(s), 0);
     stop_server(s);
-    fg_free(s);
 }
 END_TEST
 
@@ -676,8 +503,7 @@ START_TEST(test_sighup_reloads_and_keeps_on_invalid)
 {
     char *fast = dq("{'name':'hup-fast','routes':{'confirm':{'latency':{'dist':'fixed','ms':0}},"
                     "'default':{'latency':{'dist':'fixed','ms':0}}}}");
-    fg_opts o = {.profile_json = fast};
-    fg_server *s = start_opts(&o);
+    fg_server *s = start_with_profile(fast);
     free(fast);
     ck_assert_msg(s->profile_path[0] != '\0', "no profile file");
     ck_assert(wait_profile_name(s, "hup-fast", 0));
@@ -732,7 +558,6 @@ START_TEST(test_sighup_reloads_and_keeps_on_invalid)
     fg_response_fini(&r);
     ck_assert_int_eq(fg_wait(s, 0), -2); /* still running */
     stop_server(s);
-    fg_free(s);
 }
 END_TEST
 
@@ -777,7 +602,7 @@ static fg_server *start_logging(bool json)
 {
     const char *args[] = {"--log", json ? "json" : "text", NULL};
     fg_opts o = {.access_log = true, .args = args};
-    return start_opts(&o);
+    return start_server(&o);
 }
 
 /* On one keep-alive connection: a confirm, two reads, and the admin/health/metrics calls that
@@ -821,7 +646,7 @@ static void assert_contains(const char *line, const char *needle)
 /* Stop the server and return its access-log lines. */
 static char **stopped_log(fg_server *s, size_t *n, size_t *longest, char **text)
 {
-    stop_server(s);
+    assert_clean_stop(s);
     *text = fg_server_stderr(s);
     return access_lines(*text, n, longest);
 }
@@ -862,13 +687,6 @@ START_TEST(test_access_log_text)
 }
 END_TEST
 
-static const char *jstr(const json_t *o, const char *k)
-{
-    const char *v = fg_json_str(o, k);
-    ck_assert_msg(v != NULL, "log field \"%s\" is not a string", k);
-    return v;
-}
-
 START_TEST(test_access_log_json)
 {
     fg_server *s = start_logging(true);
@@ -885,23 +703,23 @@ START_TEST(test_access_log_json)
         json_t *o = json_loads(v[i], 0, &je);
         ck_assert_msg(json_is_object(o), "line %zu is not a JSON object (%s): %s", i, je.text,
                       v[i]);
-        jstr(o, "time");
-        ck_assert_str_eq(jstr(o, "method"), i == 0 ? "POST" : "GET");
-        ck_assert_str_eq(jstr(o, "path"), want_path[i]);
-        ck_assert_str_eq(jstr(o, "route"), i == 0 ? "confirm" : "read");
+        json_str(o, "time");
+        ck_assert_str_eq(json_str(o, "method"), i == 0 ? "POST" : "GET");
+        ck_assert_str_eq(json_str(o, "path"), want_path[i]);
+        ck_assert_str_eq(json_str(o, "route"), i == 0 ? "confirm" : "read");
         ck_assert_msg(json_object_get(o, "order_id") != NULL, "no order_id: %s", v[i]);
         ck_assert_msg(json_object_get(o, "idempotency_key") != NULL, "no idempotency_key: %s", v[i]);
         ck_assert_msg(json_integer_value(json_object_get(o, "status")) == 200, "status: %s", v[i]);
-        ck_assert_str_eq(jstr(o, "outcome"), "ok");
-        ck_assert_str_eq(jstr(o, "delivered"), "yes");
+        ck_assert_str_eq(json_str(o, "outcome"), "ok");
+        ck_assert_str_eq(json_str(o, "delivered"), "yes");
         ck_assert_msg(json_is_number(json_object_get(o, "duration_ms")) &&
                           json_number_value(json_object_get(o, "duration_ms")) >= 0,
                       "duration_ms: %s", v[i]);
         ck_assert_msg(json_is_object(json_object_get(o, "decision")), "decision: %s", v[i]);
         if (i < 2)
-            ck_assert_str_eq(jstr(o, "order_id"), "order_log_1");
+            ck_assert_str_eq(json_str(o, "order_id"), "order_log_1");
         if (i == 0)
-            ck_assert_str_eq(jstr(o, "idempotency_key"), "key-log-1");
+            ck_assert_str_eq(json_str(o, "idempotency_key"), "key-log-1");
         json_decref(o);
     }
     free_lines(v, n);
@@ -968,9 +786,9 @@ START_TEST(test_access_log_text_escapes_non_utf8)
     assert_status(&r, 200);
     json_t *reqs = json_object_get(r.json, "requests");
     ck_assert_uint_eq(json_array_size(reqs), 3);
-    ck_assert_str_eq(jstr(json_array_get(reqs, 0), "path"), "/v1/payments/ab\\xffcd");
-    ck_assert_str_eq(jstr(json_array_get(reqs, 1), "path"), "/v1/payments/caf\xc3\xa9");
-    ck_assert_str_eq(jstr(json_array_get(reqs, 2), "path"), "/v1/payments/x\\xc3(y");
+    ck_assert_str_eq(json_str(json_array_get(reqs, 0), "path"), "/v1/payments/ab\\xffcd");
+    ck_assert_str_eq(json_str(json_array_get(reqs, 1), "path"), "/v1/payments/caf\xc3\xa9");
+    ck_assert_str_eq(json_str(json_array_get(reqs, 2), "path"), "/v1/payments/x\\xc3(y");
     fg_response_fini(&r);
 
     size_t n, longest;
@@ -1004,7 +822,7 @@ START_TEST(test_access_log_json_escapes_non_utf8)
         json_error_t je;
         json_t *o = json_loads(v[i], 0, &je);
         ck_assert_msg(json_is_object(o), "line %zu is not JSON (%s): %s", i, je.text, v[i]);
-        ck_assert_str_eq(jstr(o, "path"), want[i]);
+        ck_assert_str_eq(json_str(o, "path"), want[i]);
         json_decref(o);
     }
     ck_assert_msg(strstr(v[1], "caf\xc3\xa9") != NULL, "é not written as UTF-8: %s", v[1]);
@@ -1100,15 +918,12 @@ static Suite *overrides_suite(void)
 {
     Suite *su = suite_create("blackbox_overrides");
 
-    TCase *tc = tcase_create("latency");
-    tcase_set_timeout(tc, 30);
+    TCase *tc = add_tcase(su, "latency", 30);
     tcase_add_test(tc, test_latency_override_delays_and_reads_in_progress);
     tcase_add_test(tc, test_latency_override_removes_queue_latency);
     tcase_add_test(tc, test_latency_override_invalid_values);
-    suite_add_tcase(su, tc);
 
-    tc = tcase_create("fault");
-    tcase_set_timeout(tc, 30);
+    tc = add_tcase(su, "fault", 30);
     tcase_add_test(tc, test_fault_override_drop_response_reset);
     tcase_add_test(tc, test_fault_override_drop_request_close);
     tcase_add_test(tc, test_fault_override_drop_request_hang);
@@ -1119,21 +934,15 @@ static Suite *overrides_suite(void)
     tcase_add_test(tc, test_fault_override_wins_for_one_request);
     tcase_add_test(tc, test_fault_override_malformed);
     tcase_add_test(tc, test_fault_override_messages_name_no_internal_json);
-    suite_add_tcase(su, tc);
 
-    tc = tcase_create("profile");
-    tcase_set_timeout(tc, 30);
+    tc = add_tcase(su, "profile", 30);
     tcase_add_test(tc, test_profile_override_slow_then_fast);
     tcase_add_test(tc, test_profile_override_invalid_names);
-    suite_add_tcase(su, tc);
 
-    tc = tcase_create("sighup");
-    tcase_set_timeout(tc, 30);
+    tc = add_tcase(su, "sighup", 30);
     tcase_add_test(tc, test_sighup_reloads_and_keeps_on_invalid);
-    suite_add_tcase(su, tc);
 
-    tc = tcase_create("access_log");
-    tcase_set_timeout(tc, 30);
+    tc = add_tcase(su, "access_log", 30);
     tcase_add_test(tc, test_access_log_text);
     tcase_add_test(tc, test_access_log_json);
     tcase_add_test(tc, test_quiet_has_no_access_log);
@@ -1141,15 +950,10 @@ static Suite *overrides_suite(void)
     tcase_add_test(tc, test_access_log_json_escapes_non_utf8);
     tcase_add_test(tc, test_access_log_text_line_at_most_8k);
     tcase_add_test(tc, test_access_log_json_long_line_is_json);
-    suite_add_tcase(su, tc);
     return su;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(overrides_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return run_suite(overrides_suite());
 }

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "testkit.h"
 
 #define N_THREADS 64
 #define CONFIRMS_PER_THREAD 500
@@ -151,9 +151,7 @@ START_TEST(test_concurrent_confirms_charge_each_payment_once)
     fg_opts o = {.profile_json = "{\"name\":\"stress\",\"routes\":{\"confirm\":{\"latency\":"
                                  "{\"dist\":\"uniform\",\"min_ms\":5,\"max_ms\":20}},"
                                  "\"default\":{\"latency\":{\"dist\":\"fixed\",\"ms\":0}}}}"};
-    char err[FG_ERR_LEN];
-    fg_server *s = fg_start(&o, err);
-    ck_assert_msg(s != NULL, "fg_start: %s", err);
+    fg_server *s = start_server(&o);
     for (size_t k = 0; k < N_PAYMENTS; k++)
         pthread_mutex_init(&seen[k].lock, NULL);
 
@@ -211,13 +209,7 @@ START_TEST(test_concurrent_confirms_charge_each_payment_once)
     ck_assert_msg(h.status == 200, "healthz after the storm: %ld %s", h.status, h.curl_error);
     fg_response_fini(&h);
 
-    int st = fg_stop(s);
-    if (st != 0) {
-        char *log = fg_server_stderr(s);
-        ck_assert_msg(st == 0, "fakegate exited with %d after SIGTERM; stderr: %.3000s", st, log);
-        free(log);
-    }
-    fg_free(s);
+    stop_server(s);
     for (size_t k = 0; k < N_PAYMENTS; k++)
         free(seen[k].first_200);
 }
@@ -226,13 +218,7 @@ END_TEST
 int main(void)
 {
     Suite *su = suite_create("blackbox_stress");
-    TCase *tc = tcase_create("idempotency_under_load");
-    tcase_set_timeout(tc, 120);
+    TCase *tc = add_tcase(su, "idempotency_under_load", 120);
     tcase_add_test(tc, test_concurrent_confirms_charge_each_payment_once);
-    suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return run_suite(su);
 }
