@@ -99,7 +99,7 @@ docker-test:
 # ---- client-tests experiments (issue 6): `make experiments [SCALE=0.1]` ------------------------
 # Builds the experiment runner from client-tests/experiments/*.c and the client-tests library
 # (retry, loadgen, experiment, harness), runs E1-E3 against build/fakegate with the shipped
-# profiles at time scale SCALE (1 = real time, about 17 min; 0.1 about 2 min) and writes
+# profiles at time scale SCALE (1 = real time, about 14 min; 0.1 about 1.5 min) and writes
 # client-tests/results.json and client-tests/RESULTS.md.
 SCALE     ?= 1
 EXP_SRC   := $(wildcard client-tests/experiments/*.c)

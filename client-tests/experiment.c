@@ -20,7 +20,6 @@ void ex_options_default(ex_options *o)
     o->e3_before_s = 30;
     o->e3_outage_s = 30;
     o->e3_after_s = 90;
-    o->e2_extra = true;
 }
 
 static void set_err(char err[EX_ERR_LEN], const char *fmt, ...)
@@ -72,63 +71,6 @@ static json_t *scale_rec(const json_t *v, double scale)
 json_t *ex_scale_profile(const json_t *p, double scale)
 {
     return scale_rec(p, scale);
-}
-
-json_t *ex_window_as_schedule(const json_t *p)
-{
-    json_t *routes = json_object_get(p, "routes");
-    if (!json_is_object(routes))
-        return NULL;
-    const char *route = NULL, *k;
-    json_t *r, *win = NULL;
-    json_object_foreach(routes, k, r) {
-        json_t *th = json_object_get(r, "throttle");
-        const char *kind = json_string_value(json_object_get(th, "kind"));
-        if (kind && strcmp(kind, "window") == 0) {
-            if (win)
-                return NULL; /* one window only */
-            win = th;
-            route = k;
-        }
-    }
-    if (!win)
-        return NULL;
-    double period = json_number_value(json_object_get(win, "period_s"));
-    double throttled = json_number_value(json_object_get(win, "throttled_s"));
-    json_t *off = json_object_get(win, "offset_s");
-    if (off && json_number_value(off) != 0)
-        return NULL;
-    if (!(throttled > 0 && period > throttled))
-        return NULL;
-    const char *name = json_string_value(json_object_get(p, "name"));
-    char nbuf[128];
-
-    json_t *closed = json_deep_copy(p);
-    json_object_del(closed, "description");
-    snprintf(nbuf, sizeof nbuf, "%s-throttled", name ? name : "window");
-    json_object_set_new(closed, "name", json_string(nbuf));
-    json_t *cth = json_object_get(json_object_get(json_object_get(closed, "routes"), route),
-                                  "throttle");
-    /* Throttled for the whole phase. Not period_s == throttled_s: fakegate then searches 100 000
-     * whole seconds for a Retry-After that leaves the window on every refused request (several
-     * ms each). A window far longer than the phase is refused at once; its Retry-After would be
-     * meaningless, so none is sent. */
-    json_object_set_new(cth, "period_s", json_real(3600));
-    json_object_set_new(cth, "throttled_s", json_real(3599));
-    json_object_set_new(cth, "retry_after", json_pack("{s:s}", "format", "none"));
-
-    json_t *open = json_deep_copy(p);
-    json_object_del(open, "description");
-    snprintf(nbuf, sizeof nbuf, "%s-open", name ? name : "window");
-    json_object_set_new(open, "name", json_string(nbuf));
-    json_object_del(json_object_get(json_object_get(open, "routes"), route), "throttle");
-
-    json_t *sched = json_array();
-    json_array_append_new(sched, json_pack("{s:f,s:o}", "for_s", throttled, "profile", closed));
-    json_array_append_new(sched,
-                          json_pack("{s:f,s:o}", "for_s", period - throttled, "profile", open));
-    snprintf(nbuf, sizeof nbuf, "%s-schedule", name ? name : "window");
-    return json_pack("{s:s,s:o,s:b}", "name", nbuf, "schedule", sched, "repeat", 1);
 }
 
 /* Sum of the samples of `family{...route="<route>"...}` lines. */
@@ -247,15 +189,13 @@ static json_t *load_profile(const ex_options *o, const char *name, char err[EX_E
     return p;
 }
 
-/* Apply shipped profile `name` (optionally modified: `mod`, borrowed) at the options' scale.
- * Writes how it was applied into desc. */
-static int apply_profile(const fg_server *s, const ex_options *o, const char *name,
-                         const json_t *mod, const char *mod_desc, char *desc, size_t desc_size,
-                         char err[EX_ERR_LEN])
+/* Apply shipped profile `name` at the options' scale. Writes how it was applied into desc. */
+static int apply_profile(const fg_server *s, const ex_options *o, const char *name, char *desc,
+                         size_t desc_size, char err[EX_ERR_LEN])
 {
     long st;
     char msg[1024];
-    if (o->scale == 1.0 && !mod) {
+    if (o->scale == 1.0) {
         char body[128];
         snprintf(body, sizeof body, "{\"name\":\"%s\"}", name);
         if (put_profile_text(s, body, &st, msg, sizeof msg) != 0) {
@@ -265,45 +205,21 @@ static int apply_profile(const fg_server *s, const ex_options *o, const char *na
         snprintf(desc, desc_size, "profiles/%s.json (PUT by name)", name);
         return 0;
     }
-    json_t *base = NULL;
-    if (mod)
-        base = json_incref((json_t *)mod);
-    else if (!(base = load_profile(o, name, err)))
+    json_t *base = load_profile(o, name, err);
+    if (!base)
         return -1;
     json_t *scaled = ex_scale_profile(base, o->scale);
     json_decref(base);
     char *text = json_dumps(scaled, JSON_COMPACT);
     int rc = put_profile_text(s, text, &st, msg, sizeof msg);
     free(text);
-    char how[200];
-    if (o->scale == 1.0)
-        snprintf(how, sizeof how, "PUT as an object");
-    else
-        snprintf(how, sizeof how, "a copy with every duration ×%g, PUT as an object", o->scale);
-    if (rc != 0 && st == 400) {
-        json_t *sched = ex_window_as_schedule(scaled);
-        if (sched) {
-            text = json_dumps(sched, JSON_COMPACT);
-            rc = put_profile_text(s, text, &st, msg, sizeof msg);
-            free(text);
-            json_decref(sched);
-            if (o->scale == 1.0)
-                snprintf(how, sizeof how, "PUT as the equivalent two-phase schedule, because "
-                                          "fakegate rejects the window itself");
-            else
-                snprintf(how, sizeof how,
-                         "a copy with every duration ×%g, PUT as the equivalent two-phase "
-                         "schedule, because fakegate rejects the scaled window",
-                         o->scale);
-        }
-    }
     json_decref(scaled);
     if (rc != 0) {
         set_err(err, "PUT /__admin/profile (%s, scale %g): %ld %s", name, o->scale, st, msg);
         return -1;
     }
-    snprintf(desc, desc_size, "profiles/%s.json%s%s (%s)", name, mod_desc ? " " : "",
-             mod_desc ? mod_desc : "", how);
+    snprintf(desc, desc_size, "profiles/%s.json (a copy with every duration ×%g, PUT as an object)",
+             name, o->scale);
     return 0;
 }
 
@@ -376,10 +292,10 @@ static void base_config(lg_config *c, const fg_server *s, const ex_options *o, c
 /* One run: reset, apply, load, count arrivals. The profile is applied before the reset so that
  * a window's phase starts with the run. */
 static int one_run(const fg_server *s, const ex_options *o, const char *profile,
-                   const json_t *mod, const char *mod_desc, const lg_config *cfg, ex_row *row,
+                   const lg_config *cfg, ex_row *row,
                    long *baseline_out, char err[EX_ERR_LEN])
 {
-    if (apply_profile(s, o, profile, mod, mod_desc, row->profile, sizeof row->profile, err) != 0 ||
+    if (apply_profile(s, o, profile, row->profile, sizeof row->profile, err) != 0 ||
         reset(s, err) != 0)
         return -1;
     /* Requests of the previous run still held (lossy: 30 s) are in flight across the reset;
@@ -446,7 +362,7 @@ int ex_run_e1(const ex_options *o, ex_table *t, char err[EX_ERR_LEN])
             cfg.policy = pols[p];
             ex_row *row = &t->rows[t->n];
             fill_row(row, "E1", conds[c], &cfg, o);
-            rc = one_run(s, o, conds[c], NULL, NULL, &cfg, row, NULL, err);
+            rc = one_run(s, o, conds[c], &cfg, row, NULL, err);
             if (rc == 0)
                 t->n++;
         }
@@ -461,28 +377,12 @@ int ex_run_e1(const ex_options *o, ex_table *t, char err[EX_ERR_LEN])
 int ex_run_e2(const ex_options *o, ex_table *t, char err[EX_ERR_LEN])
 {
     int64_t t0 = lg_now_ns();
-    json_t *dawn = load_profile(o, "dawn-peak", err);
-    if (!dawn)
-        return -1;
-    /* The literal setup: 60 % of every 1 s period. */
-    json_t *dawn1 = json_deep_copy(dawn);
-    json_t *th = json_object_get(json_object_get(json_object_get(dawn1, "routes"), "confirm"),
-                                 "throttle");
-    double period = json_number_value(json_object_get(th, "period_s"));
-    double throttled = json_number_value(json_object_get(th, "throttled_s"));
-    json_object_set_new(th, "period_s", json_real(1.0));
-    json_object_set_new(th, "throttled_s", json_real(throttled / period));
-    json_object_set_new(dawn1, "name", json_string("dawn-peak-1s"));
-    char mod_desc[128];
-    snprintf(mod_desc, sizeof mod_desc, "with period_s 1, throttled_s %g", throttled / period);
-
+    /* The shipped dawn-peak is the field report's setup: 503 for the first 0.6 s of every 1 s,
+     * no Retry-After. */
     fg_server *s = start_server(o, err);
-    if (!s) {
-        json_decref(dawn);
-        json_decref(dawn1);
+    if (!s)
         return -1;
-    }
-    lg_policy fixed1, jitter, fixedp;
+    lg_policy fixed1, jitter;
     memset(&fixed1, 0, sizeof fixed1);
     fixed1.name = "fixed-1s-x4";
     fixed1.max_attempts = 4;
@@ -492,26 +392,10 @@ int ex_run_e2(const ex_options *o, ex_table *t, char err[EX_ERR_LEN])
     jitter.max_attempts = 3;
     jitter.backoff = (rc_backoff){.kind = RC_BACKOFF_EXPONENTIAL, .base_ms = 500, .cap_ms = 4000,
                                   .multiplier = 2, .jitter = RC_JITTER_EQUAL};
-    fixedp = fixed1;
-    fixedp.name = "fixed-period-x4";
-    fixedp.backoff.base_ms = period * 1000;
-
-    struct {
-        const char *cond;
-        const json_t *mod;
-        const char *mod_desc;
-        const lg_policy *pol;
-    } runs[] = {
-        {"dawn-peak", NULL, NULL, &fixed1},
-        {"dawn-peak", NULL, NULL, &jitter},
-        {"dawn-peak", NULL, NULL, &fixedp},
-        {"dawn-peak-1s", dawn1, mod_desc, &fixed1},
-        {"dawn-peak-1s", dawn1, mod_desc, &jitter},
-    };
-    size_t n_runs = o->e2_extra ? 5 : 2;
+    const lg_policy *runs[] = {&fixed1, &jitter};
     int rc = 0;
     char url[64];
-    for (size_t i = 0; i < n_runs && rc == 0; i++) {
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0] && rc == 0; i++) {
         if (t->n >= EX_MAX_ROWS) {
             set_err(err, "too many rows");
             rc = -1;
@@ -523,16 +407,14 @@ int ex_run_e2(const ex_options *o, ex_table *t, char err[EX_ERR_LEN])
         cfg.rate_per_s = 20;
         cfg.duration_s = o->e2_duration_s;
         cfg.timeout_ms = 10000;
-        cfg.policy = *runs[i].pol;
+        cfg.policy = *runs[i];
         ex_row *row = &t->rows[t->n];
-        fill_row(row, "E2", runs[i].cond, &cfg, o);
-        rc = one_run(s, o, "dawn-peak", runs[i].mod, runs[i].mod_desc, &cfg, row, NULL, err);
+        fill_row(row, "E2", "dawn-peak", &cfg, o);
+        rc = one_run(s, o, "dawn-peak", &cfg, row, NULL, err);
         if (rc == 0)
             t->n++;
     }
     fg_free(s);
-    json_decref(dawn);
-    json_decref(dawn1);
     t->wall_s += (double)(lg_now_ns() - t0) / 1e9;
     return rc;
 }
@@ -559,7 +441,7 @@ static void e3_event(void *ctx, int index)
             c->failed = 1;
             set_err(c->err, "PUT outage: %ld %s", st, msg);
         }
-    } else if (apply_profile(c->s, c->o, "normal", NULL, NULL, desc, sizeof desc, c->err) != 0) {
+    } else if (apply_profile(c->s, c->o, "normal", desc, sizeof desc, c->err) != 0) {
         c->failed = 1;
     }
 }
@@ -616,7 +498,7 @@ int ex_run_e3(const ex_options *o, ex_table *t, char err[EX_ERR_LEN])
         cfg.n_events = 2;
         ex_row *row = &t->rows[t->n];
         fill_row(row, "E3", "outage", &cfg, o);
-        rc = one_run(s, o, "normal", NULL, NULL, &cfg, row, &ctx.snap[0], err);
+        rc = one_run(s, o, "normal", &cfg, row, &ctx.snap[0], err);
         if (rc == 0 && ctx.failed) {
             set_err(err, "%s", ctx.err);
             rc = -1;

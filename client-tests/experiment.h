@@ -6,9 +6,8 @@
  * time scale 1 it is applied by name (PUT /__admin/profile {"name": ...}: the server reads the
  * shipped file itself). At another scale the runner reads the shipped file, multiplies every
  * duration in it (keys `ms`, `*_ms`, `*_s`; `rate_per_s` is divided) by the scale and PUTs that
- * copy. A window throttle whose scaled copy the server rejects ("no whole-second Retry-After can
- * leave this window": a period that divides 1 s) is sent as the equivalent two-phase schedule
- * (throttled for throttled_s, open for the rest of the period, repeated). */
+ * copy (dawn-peak's 1 s window becomes an S s window; it sends no Retry-After, so the server
+ * accepts any period). */
 #ifndef FAKEGATE_EXPERIMENT_H
 #define FAKEGATE_EXPERIMENT_H
 
@@ -31,11 +30,10 @@ typedef struct ex_options {
     double e2_duration_s;  /* (60) */
     double e3_before_s, e3_outage_s, e3_after_s; /* (30, 30, 90) */
     const char *profiles_dir; /* NULL: $FAKEGATE_PROFILES, else "profiles" */
-    bool e2_extra;         /* also run the aliasing demonstrations (fixed at the period, 1 s window) */
     bool verbose;
 } ex_options;
 
-/* Defaults: scale 1, seed 42, the published durations, e2_extra true. */
+/* Defaults: scale 1, seed 42, the published durations. */
 void ex_options_default(ex_options *o);
 
 typedef struct ex_row {
@@ -83,12 +81,6 @@ void ex_print_row(FILE *f, const ex_row *r);
  * `ms`, `*_ms` or `*_s` (hang_ms, period_s, for_s, ...), and `rate_per_s` divided by it. Other
  * numbers (p, burst, max_in_flight, status, Retry-After values) are kept. New reference. */
 json_t *ex_scale_profile(const json_t *p, double scale);
-
-/* If a route of `p` has a window throttle, the equivalent repeating two-phase schedule (first
- * phase, for throttled_s: the route refused throughout -- a window of 3599 s in 3600 s, without
- * Retry-After; second, for period_s - throttled_s: the same profile without the throttle), else
- * NULL. Only offset_s 0 is supported (else NULL). */
-json_t *ex_window_as_schedule(const json_t *p);
 
 /* Requests that arrived at `route` according to a Prometheus text from GET /metrics: the sum of
  * fakegate_requests_total{route=...} (counted when a request ends) plus fakegate_in_flight

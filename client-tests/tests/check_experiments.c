@@ -3,8 +3,8 @@
  * profiles. Asserts only directions on counts and rates, with wide margins, never times:
  *   E1  resend lowers lossy failures several-fold and raises slow failures; the budget keeps both
  *       near their better policy and skips resends only when slow;
- *   E2  jittered backoff saves clearly more 5xx'd requests than fixed intervals that alias with
- *       the throttle period;
+ *   E2  on the shipped dawn-peak (503 for 0.6 s of every 1 s), jittered backoff saves clearly
+ *       more 5xx'd requests than fixed 1 s retries, which alias with the period;
  *   E3  immediate retries multiply gateway arrivals during an outage, backoff + breaker do not.
  * Skipped under SANITIZE=1 (timing under ASan says nothing about the mechanism). The full-size
  * runs are `make experiments` (client-tests/RESULTS.md). */
@@ -31,7 +31,6 @@ static void options(ex_options *o)
     o->e3_before_s = 5;
     o->e3_outage_s = 10;
     o->e3_after_s = 10;
-    o->e2_extra = true;
     o->verbose = false;
 }
 
@@ -117,20 +116,16 @@ START_TEST(test_e2_jitter_vs_fixed_intervals_against_periodic_throttling)
                       r->res.got_5xx, r->res.requests);
         ck_assert(r->retry_success_rate >= 0);
     }
-    /* the setup, 60 % of every 1 s: fixed 1 s retries land in the same phase */
-    const ex_row *f1 = row(&t, "E2", "dawn-peak-1s", "fixed-1s-x4");
-    const ex_row *j1 = row(&t, "E2", "dawn-peak-1s", "exp-jitter-x3");
+    /* the shipped dawn-peak, 60 % of every 1 s: fixed 1 s retries land in the same phase */
+    const ex_row *f1 = row(&t, "E2", "dawn-peak", "fixed-1s-x4");
+    const ex_row *j1 = row(&t, "E2", "dawn-peak", "exp-jitter-x3");
     ck_assert_msg(j1->retry_success_rate > f1->retry_success_rate + 0.25,
-                  "1 s window: jitter saved %.2f, fixed %.2f", j1->retry_success_rate,
+                  "dawn-peak: jitter saved %.2f, fixed 1 s %.2f", j1->retry_success_rate,
                   f1->retry_success_rate);
-    ck_assert_msg(f1->retry_success_rate < 0.2, "fixed 1 s retries saved %.2f of a 1 s window",
+    ck_assert_msg(f1->retry_success_rate < 0.2, "fixed 1 s retries saved %.2f of dawn-peak",
                   f1->retry_success_rate);
-    /* the shipped dawn-peak (2.5 s period): a fixed interval equal to the period aliases */
-    const ex_row *fp = row(&t, "E2", "dawn-peak", "fixed-period-x4");
-    const ex_row *jp = row(&t, "E2", "dawn-peak", "exp-jitter-x3");
-    ck_assert_msg(jp->retry_success_rate > fp->retry_success_rate + 0.25,
-                  "dawn-peak: jitter saved %.2f, fixed at the period %.2f",
-                  jp->retry_success_rate, fp->retry_success_rate);
+    ck_assert_msg(j1->retry_success_rate > 0.4, "jittered backoff saved only %.2f",
+                  j1->retry_success_rate);
     /* more attempts per request for the aliased fixed client, for nothing */
     ck_assert(f1->res.attempts_sent > j1->res.attempts_sent);
 }

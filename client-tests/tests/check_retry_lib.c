@@ -459,30 +459,6 @@ START_TEST(test_scale_profile_scales_every_duration)
                                   "queue_latency"),
                   "min_ms")) == 1500);
 
-    json_t *sched = ex_window_as_schedule(s);
-    ck_assert_ptr_nonnull(sched);
-    ck_assert(json_is_true(json_object_get(sched, "repeat")));
-    json_t *ph = json_object_get(sched, "schedule");
-    ck_assert_int_eq((long)json_array_size(ph), 2);
-    ck_assert(fabs(json_number_value(json_object_get(json_array_get(ph, 0), "for_s")) - 0.15) <
-              1e-9);
-    ck_assert(fabs(json_number_value(json_object_get(json_array_get(ph, 1), "for_s")) - 0.10) <
-              1e-9);
-    json_t *open_routes = json_object_get(json_object_get(json_array_get(ph, 1), "profile"),
-                                          "routes");
-    ck_assert_ptr_null(json_object_get(json_object_get(open_routes, "confirm"), "throttle"));
-    ck_assert_ptr_nonnull(json_object_get(json_object_get(open_routes, "confirm"), "latency"));
-    json_t *closed_th = json_object_get(
-        json_object_get(json_object_get(json_object_get(json_array_get(ph, 0), "profile"),
-                                        "routes"),
-                        "confirm"),
-        "throttle");
-    ck_assert(json_number_value(json_object_get(closed_th, "throttled_s")) >= 3599);
-    json_decref(sched);
-    json_t *nowin = json_pack("{s:s,s:{s:{s:{s:s,s:i}}}}", "name", "n", "routes", "confirm",
-                              "latency", "dist", "fixed", "ms", 5);
-    ck_assert_ptr_null(ex_window_as_schedule(nowin));
-    json_decref(nowin);
     json_decref(s);
     json_decref(p);
 }
