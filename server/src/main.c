@@ -397,7 +397,11 @@ static int probe(int argc, char **argv)
             host = argv[++i];
         else if (strcmp(argv[i], "--port") == 0 && i + 1 < argc)
             port = argv[++i];
-        else {
+        else if (strcmp(argv[i], "--help") == 0) {
+            printf("usage: fakegate probe [--host ADDR] [--port N]\n"
+                   "exit 0 (silently) if a server answers GET /healthz within 2 s, else 1\n");
+            return 0;
+        } else {
             fprintf(stderr, "usage: fakegate probe [--host ADDR] [--port N]\n");
             return 2;
         }
