@@ -28,7 +28,6 @@ int gateway_init(struct gateway *g, const struct config *cfg, struct profile *pr
     ledger_init(&g->ledger, mix64(instance_id));
     idem_init(&g->idem, cfg->idempotency_ttl_s * NS_PER_S);
     g->cfg = cfg;
-    g->profile = profile;
     attempts_init(&g->attempts);
     pthread_mutex_init(&g->apply_lock, NULL);
     metrics_reset(&g->metrics);
@@ -107,7 +106,7 @@ void gateway_reset(struct gateway *g)
     flight_reset_peaks(&g->flight);
     pthread_mutex_unlock(&g->apply_lock);
     /* Fresh buckets, budgets and window phases: the active profile applied anew. */
-    const struct profile *cur = g->applied ? g->applied->profile : g->profile;
+    const struct profile *cur = g->applied->profile; /* never NULL after gateway_init */
     struct live *l = live_new(cur, now_mono_ns());
     if (l) {
         pthread_mutex_lock(&g->apply_lock);
@@ -582,7 +581,6 @@ static bool confirm_checks(struct gateway *g, struct request *r)
         return false;
     }
     p->processing = true;
-    r->holds_payment = true;
     return true;
 }
 
@@ -658,13 +656,11 @@ static enum handler_result commit(struct gateway *g, struct request *r)
         /* The ledger was reset while this request was processing. */
         pthread_mutex_unlock(&g->lock);
         r->claim = NULL;
-        r->holds_payment = false;
         request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
         r->outcome = OUT_BUSINESS_ERROR;
         return H_RESPOND;
     }
     p->processing = false;
-    r->holds_payment = false;
     if (fault_uncommits(r)) {
         release_claim(g, r);
         pthread_mutex_unlock(&g->lock);

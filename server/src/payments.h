@@ -34,7 +34,6 @@ struct gateway {
     struct ledger ledger;
     struct idem_store idem;
     const struct config *cfg;      /* borrowed, lives as long as the gateway */
-    const struct profile *profile; /* the profile given at start (owned by `applied`) */
     struct live *_Atomic live;     /* the active profile's state; requests keep the one they
                                       arrived under */
     struct flight flight;          /* in-flight counts per route */

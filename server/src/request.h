@@ -140,7 +140,6 @@ struct request {
     int64_t refundable_amount; /* cancel: refundableAmount, 0 = absent */
     uint64_t body_hash;    /* canonical body hash, for Idempotency-Key reuse detection */
     void *claim;           /* struct idem_record * held by this request */
-    bool holds_payment;    /* this request set payment->processing */
 
     struct response resp;
 };

@@ -168,11 +168,3 @@ void sched_drain(struct sched *s)
     pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->lock);
 }
-
-size_t sched_pending(struct sched *s)
-{
-    pthread_mutex_lock(&s->lock);
-    size_t n = s->pending;
-    pthread_mutex_unlock(&s->lock);
-    return n;
-}

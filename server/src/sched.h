@@ -59,7 +59,4 @@ int sched_add(struct sched *s, int64_t deadline_ns, sched_fire_fn fire, void *ar
  * join the thread. After it returns no callback runs. Thread: any but the timer thread. */
 void sched_drain(struct sched *s);
 
-/* Entries waiting (for metrics and tests). Thread: any. */
-size_t sched_pending(struct sched *s);
-
 #endif
