@@ -45,6 +45,11 @@ static bool reserve(struct buf *b, size_t extra)
     return true;
 }
 
+bool buf_reserve(struct buf *b, size_t extra)
+{
+    return reserve(b, extra);
+}
+
 void buf_add(struct buf *b, const void *p, size_t n)
 {
     if (!reserve(b, n))
@@ -66,23 +71,43 @@ void buf_addc(struct buf *b, char c)
 
 void buf_addf(struct buf *b, const char *fmt, ...)
 {
+    /* One pass when the result fits in what is already reserved (the usual case). */
+    size_t room = b->cap > b->len ? b->cap - b->len : 0;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    int n = b->oom ? -1 : vsnprintf(room ? b->data + b->len : NULL, room, fmt, ap);
     va_end(ap);
-    if (n < 0 || !reserve(b, (size_t)n))
+    if (n < 0)
         return;
-    va_start(ap, fmt);
-    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
+    if ((size_t)n >= room) {
+        if (!reserve(b, (size_t)n))
+            return;
+        va_start(ap, fmt);
+        vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
     b->len += (size_t)n;
+}
+
+void buf_add_u64(struct buf *b, uint64_t v)
+{
+    char tmp[20];
+    size_t i = sizeof tmp;
+    do {
+        tmp[--i] = (char)('0' + (int)(v % 10));
+        v /= 10;
+    } while (v);
+    buf_add(b, tmp + i, sizeof tmp - i);
 }
 
 void buf_add_i64(struct buf *b, int64_t v)
 {
-    char tmp[24];
-    int n = snprintf(tmp, sizeof tmp, "%lld", (long long)v);
-    buf_add(b, tmp, (size_t)n);
+    if (v < 0) {
+        buf_addc(b, '-');
+        buf_add_u64(b, (uint64_t)0 - (uint64_t)v);
+    } else {
+        buf_add_u64(b, (uint64_t)v);
+    }
 }
 
 /* Length of the valid UTF-8 sequence starting at s (at most n bytes), or 0 if invalid. */
@@ -118,11 +143,10 @@ static size_t utf8_len(const unsigned char *s, size_t n)
     return len;
 }
 
-void buf_add_json_str(struct buf *b, const char *s, size_t n)
+void buf_add_json_chars(struct buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *p = (const unsigned char *)s;
-    buf_addc(b, '"');
     size_t run = 0; /* start of the pending run of bytes copied verbatim */
     for (size_t i = 0; i < n;) {
         unsigned char c = p[i];
@@ -153,6 +177,12 @@ void buf_add_json_str(struct buf *b, const char *s, size_t n)
         run = i;
     }
     buf_add(b, p + run, n - run);
+}
+
+void buf_add_json_str(struct buf *b, const char *s, size_t n)
+{
+    buf_addc(b, '"');
+    buf_add_json_chars(b, s, n);
     buf_addc(b, '"');
 }
 

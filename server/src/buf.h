@@ -25,11 +25,18 @@ void buf_add(struct buf *b, const void *p, size_t n);
 void buf_adds(struct buf *b, const char *s);
 void buf_addc(struct buf *b, char c);
 __attribute__((format(printf, 2, 3))) void buf_addf(struct buf *b, const char *fmt, ...);
+/* Make room for `extra` more bytes (and the NUL) now, so later appends do not reallocate.
+ * Returns false when out of memory (and sets `oom`). */
+bool buf_reserve(struct buf *b, size_t extra);
+/* Decimal, without snprintf (the response path writes several numbers per Payment). */
 void buf_add_i64(struct buf *b, int64_t v);
+void buf_add_u64(struct buf *b, uint64_t v);
 
 /* Append `s` (n bytes) as a JSON string literal with quotes. Bytes that are not valid UTF-8 are
  * written as \u00XX of the byte's Latin-1 value, so the output is always valid JSON. */
 void buf_add_json_str(struct buf *b, const char *s, size_t n);
+/* The same without the quotes: the escaped characters only, for a string written in parts. */
+void buf_add_json_chars(struct buf *b, const char *s, size_t n);
 /* The same, NUL-terminated; NULL writes `null`. */
 void buf_add_json_strz(struct buf *b, const char *s);
 

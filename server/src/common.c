@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "common.h"
 
+#include <string.h>
 #include <time.h>
 
 int64_t now_mono_ns(void)
@@ -18,10 +19,49 @@ int64_t now_unix_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+static void put2(char *p, unsigned v)
+{
+    p[0] = (char)('0' + v / 10);
+    p[1] = (char)('0' + v % 10);
+}
+
 void fmt_kst(int64_t unix_us, char out[32])
 {
-    time_t t = (time_t)(unix_us / 1000000) + 9 * 3600;
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, 32, "%Y-%m-%dT%H:%M:%S+09:00", &tm);
+    int64_t t = unix_us / 1000000 + 9 * 3600;
+    int64_t days = t / 86400, sod = t % 86400;
+    if (sod < 0) {
+        sod += 86400;
+        days--;
+    }
+    /* Proleptic Gregorian date from days since 1970-01-01 (H. Hinnant's civil_from_days);
+     * every response carries one or two of these, and gmtime_r + strftime cost ~10x more. */
+    int64_t z = days + 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    unsigned d = doy - (153 * mp + 2) / 5 + 1;
+    unsigned m = mp < 10 ? mp + 3 : mp - 9;
+    int64_t y = (int64_t)yoe + era * 400 + (m <= 2);
+    if (y < 1000 || y > 9999) { /* strftime's own spelling of such years */
+        time_t tt = (time_t)t;
+        struct tm tm;
+        gmtime_r(&tt, &tm);
+        strftime(out, 32, "%Y-%m-%dT%H:%M:%S+09:00", &tm);
+        return;
+    }
+    put2(out, (unsigned)(y / 100));
+    put2(out + 2, (unsigned)(y % 100));
+    out[4] = '-';
+    put2(out + 5, m);
+    out[7] = '-';
+    put2(out + 8, d);
+    out[10] = 'T';
+    put2(out + 11, (unsigned)(sod / 3600));
+    out[13] = ':';
+    put2(out + 14, (unsigned)(sod / 60 % 60));
+    out[16] = ':';
+    put2(out + 17, (unsigned)(sod % 60));
+    memcpy(out + 19, "+09:00", 7);
 }

@@ -294,12 +294,46 @@ static bool amount_field(struct request *r, json_t *root, const char *name, bool
     return false;
 }
 
-static uint64_t canonical_hash(json_t *root)
+/* A hash of the body's meaning, not its bytes (SPEC §3: the same request with its keys
+ * reordered or spaced differently is the same request). Walks the parsed tree: an object is
+ * the sum of its (key, value) pair hashes, so key order does not matter and no sorting or
+ * serialising is needed (keys are unique: the parse rejects duplicates); each type has its own
+ * tag, so 1, 1.0, "1" and true all differ, as their canonical JSON texts would. */
+static uint64_t canonical_hash(const json_t *v)
 {
-    char *c = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
-    uint64_t h = c ? hash64(c, strlen(c), 0x243f6a8885a308d3u) : 0;
-    free(c);
-    return h;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        uint64_t sum = 0;
+        const char *k;
+        json_t *x;
+        json_object_foreach((json_t *)v, k, x)
+            sum += mix64(hash64(k, strlen(k), 0x6b) ^ canonical_hash(x));
+        return mix64(sum ^ 0x0b1ec7);
+    }
+    case JSON_ARRAY: {
+        uint64_t h = 0xa77a;
+        for (size_t i = 0; i < json_array_size(v); i++)
+            h = mix64(h ^ canonical_hash(json_array_get(v, i))) + i;
+        return h;
+    }
+    case JSON_STRING:
+        return hash64(json_string_value(v), json_string_length(v), 0x57);
+    case JSON_INTEGER:
+        return mix64((uint64_t)json_integer_value(v) ^ 0x1234567);
+    case JSON_REAL: {
+        double d = json_real_value(v);
+        uint64_t bits;
+        memcpy(&bits, &d, sizeof bits);
+        return mix64(bits ^ 0x7ea1);
+    }
+    case JSON_TRUE:
+        return 0x7c0e;
+    case JSON_FALSE:
+        return 0xfa15e;
+    case JSON_NULL:
+        return 0x9011;
+    }
+    return 0;
 }
 
 /* --- responses from the store ------------------------------------------------------------- */

@@ -4,6 +4,8 @@
  * memory and never change between renders. */
 #include "render.h"
 
+#include <string.h>
+
 #include "common.h"
 #include "rng.h"
 
@@ -23,18 +25,50 @@ static void derived_digits(uint64_t seed, char *out, int n)
     out[n] = '\0';
 }
 
-static void add_kv_time(struct buf *b, const char *key, int64_t us)
+static void add_kv_time(struct buf *b, const char *key, size_t key_len, int64_t us)
 {
-    buf_adds(b, key);
+    buf_add(b, key, key_len);
     if (us == 0) {
-        buf_adds(b, "null");
+        buf_add(b, "null", 4);
         return;
     }
-    char t[32];
-    fmt_kst(us, t);
-    buf_addc(b, '"');
-    buf_adds(b, t);
-    buf_addc(b, '"');
+    char t[34];
+    t[0] = '"';
+    fmt_kst(us, t + 1); /* 25 characters, more only for years past 9999 */
+    size_t n = 1 + strlen(t + 1);
+    t[n] = '"';
+    buf_add(b, t, n + 1);
+}
+
+/* A string literal's bytes without its NUL. */
+#define ADD_LIT(b, lit) buf_add((b), (lit), sizeof(lit) - 1)
+#define ADD_KV_TIME(b, key, us) add_kv_time((b), (key), sizeof(key) - 1, (us))
+
+/* 4330, four digits, ****, three of them again, * (Toss masks the middle of a card number). */
+static void add_card(struct buf *b, const struct ledger *l, const struct payment *p)
+{
+    char num[8], appr[9];
+    derived_digits(l->salt ^ mix64(p->id), num, 4);
+    derived_digits(l->salt ^ mix64(p->id + 0x5bd1e995u), appr, 8);
+    char masked[16] = {'4', '3', '3', '0', num[0], num[1], num[2], num[3],
+                       '*', '*', '*', '*', num[1], num[2], num[3], '*'};
+    ADD_LIT(b, "{\"issuerCode\":\"71\",\"acquirerCode\":\"71\",\"number\":\"");
+    buf_add(b, masked, sizeof masked);
+    ADD_LIT(b, "\",\"installmentPlanMonths\":0,\"isInterestFree\":false,\"interestPayer\":null,"
+               "\"approveNo\":\"");
+    buf_add(b, appr, 8);
+    ADD_LIT(b, "\",\"useCardPoint\":false,\"cardType\":\"신용\",\"ownerType\":\"개인\","
+               "\"acquireStatus\":\"READY\",\"amount\":");
+    buf_add_i64(b, p->amount);
+    buf_addc(b, '}');
+}
+
+/* The receipt link of a transaction (its key is 32 characters). */
+static void add_receipt_url(struct buf *b, const char tx[33])
+{
+    ADD_LIT(b, "https://dashboard.tosspayments.com/receipt/redirection?transactionId=");
+    buf_add(b, tx, 32);
+    ADD_LIT(b, "&ref=PX");
 }
 
 void render_payment(struct buf *b, const struct ledger *l, const char *mid,
@@ -51,47 +85,40 @@ void render_payment(struct buf *b, const struct ledger *l, const char *mid,
     if (view_cancels > 0)
         ledger_tx_key(l, p, (int32_t)view_cancels - 1, last_tx);
     else
-        ledger_tx_key(l, p, -1, last_tx);
+        memcpy(last_tx, approval_tx, sizeof last_tx);
 
-    buf_adds(b, "{\"mId\":");
+    buf_reserve(b, 1536 + 384 * view_cancels); /* a DONE Payment is ~1.3 KB: one allocation */
+    ADD_LIT(b, "{\"mId\":");
     buf_add_json_strz(b, mid);
-    buf_adds(b, ",\"lastTransactionKey\":");
-    if (approved)
-        buf_addf(b, "\"%s\"", last_tx);
-    else
-        buf_adds(b, "null");
-    buf_adds(b, ",\"paymentKey\":");
+    ADD_LIT(b, ",\"lastTransactionKey\":");
+    if (approved) {
+        buf_addc(b, '"');
+        buf_add(b, last_tx, 32);
+        buf_addc(b, '"');
+    } else {
+        ADD_LIT(b, "null");
+    }
+    ADD_LIT(b, ",\"paymentKey\":");
     buf_add_json_strz(b, p->payment_key);
-    buf_adds(b, ",\"orderId\":");
+    ADD_LIT(b, ",\"orderId\":");
     buf_add_json_strz(b, p->order_id);
-    buf_adds(b, ",\"orderName\":");
+    ADD_LIT(b, ",\"orderName\":");
     buf_add_json_strz(b, p->order_name ? p->order_name : "fakegate 테스트 주문");
-    buf_adds(b, ",\"taxExemptionAmount\":0,\"status\":\"");
+    ADD_LIT(b, ",\"taxExemptionAmount\":0,\"status\":\"");
     buf_adds(b, pay_status_name(view_status));
     buf_addc(b, '"');
-    add_kv_time(b, ",\"requestedAt\":", p->requested_at_us);
-    add_kv_time(b, ",\"approvedAt\":", approved ? p->approved_at_us : 0);
-    buf_adds(b, ",\"useEscrow\":false,\"cultureExpense\":false,\"card\":");
-    if (approved) {
-        char num[8], appr[9];
-        derived_digits(l->salt ^ mix64(p->id), num, 4);
-        derived_digits(l->salt ^ mix64(p->id + 0x5bd1e995u), appr, 8);
-        buf_addf(b,
-                 "{\"issuerCode\":\"71\",\"acquirerCode\":\"71\",\"number\":\"4330%c%c%c%c****%c%c%c*\","
-                 "\"installmentPlanMonths\":0,\"isInterestFree\":false,\"interestPayer\":null,"
-                 "\"approveNo\":\"%s\",\"useCardPoint\":false,\"cardType\":\"신용\","
-                 "\"ownerType\":\"개인\",\"acquireStatus\":\"READY\",\"amount\":",
-                 num[0], num[1], num[2], num[3], num[1], num[2], num[3], appr);
-        buf_add_i64(b, p->amount);
-        buf_addc(b, '}');
-    } else {
-        buf_adds(b, "null");
-    }
-    buf_adds(b, ",\"virtualAccount\":null,\"transfer\":null,\"mobilePhone\":null,"
-                "\"giftCertificate\":null,\"cashReceipt\":null,\"cashReceipts\":null,"
-                "\"discount\":null,\"cancels\":");
+    ADD_KV_TIME(b, ",\"requestedAt\":", p->requested_at_us);
+    ADD_KV_TIME(b, ",\"approvedAt\":", approved ? p->approved_at_us : 0);
+    ADD_LIT(b, ",\"useEscrow\":false,\"cultureExpense\":false,\"card\":");
+    if (approved)
+        add_card(b, l, p);
+    else
+        ADD_LIT(b, "null");
+    ADD_LIT(b, ",\"virtualAccount\":null,\"transfer\":null,\"mobilePhone\":null,"
+               "\"giftCertificate\":null,\"cashReceipt\":null,\"cashReceipts\":null,"
+               "\"discount\":null,\"cancels\":");
     if (view_cancels == 0) {
-        buf_adds(b, "null");
+        ADD_LIT(b, "null");
     } else {
         buf_addc(b, '[');
         for (uint32_t i = 0; i < view_cancels; i++) {
@@ -100,65 +127,59 @@ void render_payment(struct buf *b, const struct ledger *l, const char *mid,
             ledger_tx_key(l, p, (int32_t)i, tx);
             if (i)
                 buf_addc(b, ',');
-            buf_addf(b, "{\"transactionKey\":\"%s\",\"cancelReason\":", tx);
+            ADD_LIT(b, "{\"transactionKey\":\"");
+            buf_add(b, tx, 32);
+            ADD_LIT(b, "\",\"cancelReason\":");
             buf_add_json_strz(b, c->reason);
-            buf_adds(b, ",\"taxExemptionAmount\":0");
-            add_kv_time(b, ",\"canceledAt\":", c->canceled_at_us);
-            buf_adds(b, ",\"transferDiscountAmount\":0,\"easyPayDiscountAmount\":0,"
-                        "\"receiptKey\":null,\"cancelAmount\":");
+            ADD_LIT(b, ",\"taxExemptionAmount\":0");
+            ADD_KV_TIME(b, ",\"canceledAt\":", c->canceled_at_us);
+            ADD_LIT(b, ",\"transferDiscountAmount\":0,\"easyPayDiscountAmount\":0,"
+                       "\"receiptKey\":null,\"cancelAmount\":");
             buf_add_i64(b, c->amount);
-            buf_adds(b, ",\"taxFreeAmount\":0,\"refundableAmount\":");
+            ADD_LIT(b, ",\"taxFreeAmount\":0,\"refundableAmount\":");
             buf_add_i64(b, c->balance_after);
-            buf_adds(b, ",\"cancelStatus\":\"DONE\",\"cancelRequestId\":null}");
+            ADD_LIT(b, ",\"cancelStatus\":\"DONE\",\"cancelRequestId\":null}");
         }
         buf_addc(b, ']');
     }
     {
-        char secret[25];
+        char secret[24];
         static const char alnum[] =
             "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
         uint64_t st = l->salt ^ mix64(p->id ^ 0xa5a5a5a5u);
         for (int i = 0; i < 24; i++)
             secret[i] = alnum[splitmix64(&st) % 62];
-        secret[24] = '\0';
-        buf_addf(b, ",\"secret\":\"ps_%s\"", secret);
+        ADD_LIT(b, ",\"secret\":\"ps_");
+        buf_add(b, secret, sizeof secret);
+        buf_addc(b, '"');
     }
-    buf_adds(b, ",\"type\":\"NORMAL\",\"easyPay\":null,\"country\":\"KR\",\"failure\":");
+    ADD_LIT(b, ",\"type\":\"NORMAL\",\"easyPay\":null,\"country\":\"KR\",\"failure\":");
     if (view_status == PAY_EXPIRED)
-        buf_adds(b, "{\"code\":\"EXPIRED_PAYMENT\",\"message\":\"결제 유효 시간이 지나 만료되었습니다.\"}");
+        ADD_LIT(b, "{\"code\":\"EXPIRED_PAYMENT\",\"message\":\"결제 유효 시간이 지나 만료되었습니다.\"}");
     else
-        buf_adds(b, "null");
-    buf_adds(b, ",\"isPartialCancelable\":true,\"receipt\":");
-    if (approved)
-        buf_addf(b,
-                 "{\"url\":\"https://dashboard.tosspayments.com/receipt/redirection?"
-                 "transactionId=%s&ref=PX\"}",
-                 approval_tx);
-    else
-        buf_adds(b, "null");
-    /* The checkout URL holds the paymentKey; printable ASCII without '"' or '\\' needs no
-     * escaping, anything else goes through the escaper. */
-    buf_adds(b, ",\"checkout\":{\"url\":");
-    {
-        struct buf u;
-        buf_init(&u);
-        buf_adds(&u, "https://api.tosspayments.com/v1/payments/");
-        buf_adds(&u, p->payment_key);
-        buf_adds(&u, "/checkout");
-        buf_add_json_str(b, u.data ? u.data : "", u.len);
-        buf_fini(&u);
+        ADD_LIT(b, "null");
+    ADD_LIT(b, ",\"isPartialCancelable\":true,\"receipt\":");
+    if (approved) {
+        ADD_LIT(b, "{\"url\":\"");
+        add_receipt_url(b, approval_tx);
+        ADD_LIT(b, "\"}");
+    } else {
+        ADD_LIT(b, "null");
     }
-    buf_adds(b, "},\"currency\":\"KRW\",\"totalAmount\":");
+    /* The checkout URL holds the paymentKey, escaped like any JSON string. */
+    ADD_LIT(b, ",\"checkout\":{\"url\":\"https://api.tosspayments.com/v1/payments/");
+    buf_add_json_chars(b, p->payment_key, strlen(p->payment_key));
+    ADD_LIT(b, "/checkout\"},\"currency\":\"KRW\",\"totalAmount\":");
     buf_add_i64(b, p->amount);
-    buf_adds(b, ",\"balanceAmount\":");
+    ADD_LIT(b, ",\"balanceAmount\":");
     buf_add_i64(b, balance);
     int64_t vat = vat_of(balance);
-    buf_adds(b, ",\"suppliedAmount\":");
+    ADD_LIT(b, ",\"suppliedAmount\":");
     buf_add_i64(b, balance - vat);
-    buf_adds(b, ",\"vat\":");
+    ADD_LIT(b, ",\"vat\":");
     buf_add_i64(b, vat);
-    buf_adds(b, ",\"taxFreeAmount\":0,\"metadata\":null,\"method\":\"카드\","
-                "\"version\":\"2022-11-16\"}");
+    ADD_LIT(b, ",\"taxFreeAmount\":0,\"metadata\":null,\"method\":\"카드\","
+               "\"version\":\"2022-11-16\"}");
 }
 
 void render_error(struct buf *b, const char *code, const char *message)
@@ -179,16 +200,18 @@ void render_transaction(struct buf *b, const struct ledger *l, const char *mid,
     const struct payment_cancel *c = tx->cancel_index >= 0 ? &p->cancels[tx->cancel_index] : NULL;
     buf_adds(b, "{\"mId\":");
     buf_add_json_strz(b, mid);
-    buf_addf(b, ",\"transactionKey\":\"%s\",\"paymentKey\":", key);
+    ADD_LIT(b, ",\"transactionKey\":\"");
+    buf_add(b, key, 32);
+    ADD_LIT(b, "\",\"paymentKey\":");
     buf_add_json_strz(b, p->payment_key);
-    buf_adds(b, ",\"orderId\":");
+    ADD_LIT(b, ",\"orderId\":");
     buf_add_json_strz(b, p->order_id);
-    buf_addf(b,
-             ",\"method\":\"카드\",\"customerKey\":null,\"useEscrow\":false,"
-             "\"receiptUrl\":\"https://dashboard.tosspayments.com/receipt/redirection?"
-             "transactionId=%s&ref=PX\",\"status\":\"%s\"",
-             key, c ? (c->balance_after == 0 ? "CANCELED" : "PARTIAL_CANCELED") : "DONE");
-    add_kv_time(b, ",\"transactionAt\":", c ? c->canceled_at_us : p->approved_at_us);
+    ADD_LIT(b, ",\"method\":\"카드\",\"customerKey\":null,\"useEscrow\":false,\"receiptUrl\":\"");
+    add_receipt_url(b, key);
+    ADD_LIT(b, "\",\"status\":\"");
+    buf_adds(b, c ? (c->balance_after == 0 ? "CANCELED" : "PARTIAL_CANCELED") : "DONE");
+    buf_addc(b, '"');
+    ADD_KV_TIME(b, ",\"transactionAt\":", c ? c->canceled_at_us : p->approved_at_us);
     buf_adds(b, ",\"currency\":\"KRW\",\"amount\":");
     buf_add_i64(b, c ? c->amount : p->amount);
     buf_addc(b, '}');

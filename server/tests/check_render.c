@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "buf.h"
+#include "common.h"
 #include "ledger.h"
 #include "render.h"
 #include "rng.h"
@@ -424,6 +426,68 @@ START_TEST(test_buf_json_str_random_bytes_always_valid_json)
 }
 END_TEST
 
+/* fmt_kst computes the civil date itself; it must spell every instant as gmtime_r + strftime
+ * do, 9 hours ahead: leap days, century years, year ends, and the years (< 1000, > 9999)
+ * where it hands over to strftime. */
+START_TEST(test_fmt_kst_matches_strftime_over_five_millennia)
+{
+    int64_t checked = 0;
+    for (int64_t day = -800000; day < 3000000; day += 17) {
+        int64_t s = day * 86400 + (day * 7919) % 86400;
+        if (s < 0)
+            s -= 86400 * 3; /* some instants just before midnight on the negative side too */
+        char want[64], got[40];
+        time_t t = (time_t)(s + 9 * 3600);
+        struct tm tm;
+        ck_assert_ptr_nonnull(gmtime_r(&t, &tm));
+        strftime(want, sizeof want, "%Y-%m-%dT%H:%M:%S+09:00", &tm);
+        fmt_kst(s * 1000000 + (s >= 0 ? 999999 : 0), got); /* µs are dropped, not rounded */
+        if (strcmp(got, want) != 0)
+            ck_abort_msg("unix %lld: fmt_kst %s, strftime %s", (long long)s, got, want);
+        checked++;
+    }
+    ck_assert_int_gt(checked, 200000);
+    char t[32];
+    fmt_kst(INT64_C(951836399) * 1000000, t); /* 2000-02-29T23:59:59+09:00 */
+    ck_assert_str_eq(t, "2000-02-29T23:59:59+09:00");
+    fmt_kst(INT64_C(1735657200) * 1000000, t);
+    ck_assert_str_eq(t, "2025-01-01T00:00:00+09:00");
+}
+END_TEST
+
+START_TEST(test_buf_add_i64_matches_printf)
+{
+    static const int64_t v[] = {0, 1, -1, 9, 10, -10, 15000, 9007199254740991, INT64_MAX, INT64_MIN,
+                                INT64_MIN + 1, 1000000000000000000};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "%lld", (long long)v[i]);
+        struct buf b;
+        buf_init(&b);
+        buf_adds(&b, "x");
+        buf_add_i64(&b, v[i]);
+        ck_assert_str_eq(b.data + 1, want);
+        buf_fini(&b);
+    }
+}
+END_TEST
+
+START_TEST(test_buf_addf_grows_past_reserved_room)
+{
+    struct buf b;
+    buf_init(&b);
+    ck_assert(buf_reserve(&b, 8));
+    size_t cap = b.cap;
+    buf_addf(&b, "%s-%d", "abc", 42); /* fits in the reserved room: one pass */
+    ck_assert_uint_eq(b.cap, cap);
+    buf_addf(&b, "%0*d", (int)cap * 3, 7); /* does not fit: grows, then writes */
+    ck_assert_uint_eq(b.len, 6 + cap * 3);
+    ck_assert_str_eq(b.data + b.len - 2, "07");
+    ck_assert_int_eq(memcmp(b.data, "abc-42000", 9), 0);
+    buf_fini(&b);
+}
+END_TEST
+
 static Suite *render_suite(void)
 {
     Suite *s = suite_create("render");
@@ -447,6 +511,9 @@ static Suite *render_suite(void)
     tcase_add_test(buf, test_buf_json_str_writes_invalid_utf8_bytes_as_latin1_escapes);
     tcase_add_test(buf, test_buf_json_strz_null_writes_null);
     tcase_add_test(buf, test_buf_json_str_random_bytes_always_valid_json);
+    tcase_add_test(buf, test_buf_add_i64_matches_printf);
+    tcase_add_test(buf, test_buf_addf_grows_past_reserved_room);
+    tcase_add_test(buf, test_fmt_kst_matches_strftime_over_five_millennia);
     suite_add_tcase(s, buf);
     return s;
 }
