@@ -113,40 +113,50 @@ struct header_scan {
     size_t block_len;
 };
 
+/* Header name `key` (klen bytes) is `lit`, case-insensitively. The length test first: most
+ * headers of a request match none of the names below. */
+#define HEADER_IS(key, klen, lit) ((klen) == sizeof(lit) - 1 && strcasecmp((key), (lit)) == 0)
+
 static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const char *key,
                                    const char *value)
 {
     (void)kind;
     struct header_scan *hs = cls;
     struct request *r = hs->r;
-    hs->block_len += strlen(key) + 2 + (value ? strlen(value) : 0) + 2;
+    size_t klen = strlen(key);
+    hs->block_len += klen + 2 + (value ? strlen(value) : 0) + 2;
     if (!value)
         value = "";
-    if (strcasecmp(key, "Authorization") == 0 && !r->authorization) {
-        r->authorization = strdup(value);
-    } else if (strcasecmp(key, "Idempotency-Key") == 0) {
+    if (HEADER_IS(key, klen, "Authorization")) {
+        if (!r->authorization)
+            r->authorization = strdup(value);
+    } else if (HEADER_IS(key, klen, "Idempotency-Key")) {
         r->idem_key_count++;
         if (!r->idem_key_raw)
             r->idem_key_raw = strdup(value);
-    } else if (strncasecmp(key, "Idempotency-Key", 15) == 0) {
+    } else if (klen > 15 && strncasecmp(key, "Idempotency-Key", 15) == 0) {
         /* libmicrohttpd 0.9.75 appends a folded continuation line to the header's name, so a
          * folded Idempotency-Key arrives as "Idempotency-Key<continuation>" (SPEC §7: 400). */
         r->idem_key_count++;
         r->idem_key_folded = true;
-    } else if (strcasecmp(key, "TossPayments-Test-Code") == 0 && !r->test_code) {
-        r->test_code = strdup(value);
-    } else if (strcasecmp(key, "X-Fakegate-Profile") == 0 && !r->ovr_profile) {
-        r->ovr_profile = strdup(value);
-    } else if (strcasecmp(key, "X-Fakegate-Fault") == 0 && !r->ovr_fault) {
-        r->ovr_fault = strdup(value);
-    } else if (strcasecmp(key, "X-Fakegate-Latency-Ms") == 0 && !r->ovr_latency) {
-        r->ovr_latency = strdup(value);
-    } else if (strcasecmp(key, "Accept-Language") == 0) {
+    } else if (HEADER_IS(key, klen, "TossPayments-Test-Code")) {
+        if (!r->test_code)
+            r->test_code = strdup(value);
+    } else if (HEADER_IS(key, klen, "X-Fakegate-Profile")) {
+        if (!r->ovr_profile)
+            r->ovr_profile = strdup(value);
+    } else if (HEADER_IS(key, klen, "X-Fakegate-Fault")) {
+        if (!r->ovr_fault)
+            r->ovr_fault = strdup(value);
+    } else if (HEADER_IS(key, klen, "X-Fakegate-Latency-Ms")) {
+        if (!r->ovr_latency)
+            r->ovr_latency = strdup(value);
+    } else if (HEADER_IS(key, klen, "Accept-Language")) {
         r->lang_en = strncasecmp(value, "en", 2) == 0;
-    } else if (strcasecmp(key, "Content-Length") == 0) {
+    } else if (HEADER_IS(key, klen, "Content-Length")) {
         r->has_content_length = true;
         r->content_length = strtoull(value, NULL, 10);
-    } else if (strcasecmp(key, "Transfer-Encoding") == 0) {
+    } else if (HEADER_IS(key, klen, "Transfer-Encoding")) {
         r->chunked = true;
     }
     return MHD_YES;
@@ -182,10 +192,13 @@ static struct http_server *srv; /* the one server of this process */
 
 static void trace_id(char out[33])
 {
+    static const char hex[] = "0123456789abcdef";
     uint64_t n = atomic_fetch_add(&srv->trace_seq, 1);
     /* The low half is a bijection of the counter: unique per response within the process. */
-    snprintf(out, 33, "%016llx%016llx", (unsigned long long)mix64(srv->trace_salt ^ n >> 20),
-             (unsigned long long)mix64(n + srv->trace_salt));
+    uint64_t w[2] = {mix64(srv->trace_salt ^ n >> 20), mix64(n + srv->trace_salt)};
+    for (int i = 0; i < 32; i++)
+        out[i] = hex[(w[i / 16] >> (60 - 4 * (i % 16))) & 15];
+    out[32] = '\0';
 }
 
 /* WIRE_TRUNCATE: the status line, the headers (with the full Content-Length) and the first half

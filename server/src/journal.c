@@ -25,6 +25,48 @@ static const char *route_label(int r)
     return r >= 0 && r < 4 ? names[r] : "default";
 }
 
+/* A ring slot: the entry, and one reusable buffer per string field, so the request path
+ * copies its strings into memory the slot already has instead of allocating them anew. */
+enum { JS_PATH, JS_ORDER_ID, JS_PAYMENT_KEY, JS_IDEM_KEY, JS_N };
+struct journal_slot {
+    struct journal_entry e; /* its string fields point into buf[], or are NULL */
+    char *buf[JS_N];
+    size_t cap[JS_N];
+};
+
+static char **slot_field(struct journal_entry *e, int i)
+{
+    switch (i) {
+    case JS_PATH:
+        return &e->path;
+    case JS_ORDER_ID:
+        return &e->order_id;
+    case JS_PAYMENT_KEY:
+        return &e->payment_key;
+    default:
+        return &e->idempotency_key;
+    }
+}
+
+/* Copy src into field i (NULL leaves the field as it is). */
+static void slot_set(struct journal_slot *s, int i, const char *src)
+{
+    if (!src)
+        return;
+    size_t n = strlen(src) + 1;
+    if (n > s->cap[i]) {
+        char *nb = realloc(s->buf[i], n);
+        if (!nb) {
+            *slot_field(&s->e, i) = NULL;
+            return;
+        }
+        s->buf[i] = nb;
+        s->cap[i] = n;
+    }
+    memcpy(s->buf[i], src, n);
+    *slot_field(&s->e, i) = s->buf[i];
+}
+
 int journal_init(struct journal *j, size_t cap)
 {
     pthread_mutex_init(&j->lock, NULL);
@@ -47,7 +89,8 @@ static void entry_fini(struct journal_entry *e)
 void journal_fini(struct journal *j)
 {
     for (size_t i = 0; i < j->cap; i++)
-        entry_fini(&j->ring[i]);
+        for (int f = 0; f < JS_N; f++)
+            free(j->ring[i].buf[f]);
     free(j->ring);
     pthread_mutex_destroy(&j->lock);
 }
@@ -57,17 +100,9 @@ void journal_reset(struct journal *j)
     /* Ids carry on: a request held across the reset must not complete a newer entry. */
     pthread_mutex_lock(&j->lock);
     for (size_t i = 0; i < j->cap; i++)
-        entry_fini(&j->ring[i]);
+        memset(&j->ring[i].e, 0, sizeof j->ring[i].e);
     j->first_id = j->next_id;
     pthread_mutex_unlock(&j->lock);
-}
-
-static void set_str(char **dst, const char *src)
-{
-    if (!src)
-        return;
-    free(*dst);
-    *dst = strdup(src);
 }
 
 static void copy_entry(struct journal_entry *dst, const struct journal_entry *src)
@@ -83,10 +118,14 @@ uint64_t journal_begin(struct journal *j, const struct journal_entry *e)
 {
     pthread_mutex_lock(&j->lock);
     uint64_t id = j->next_id++;
-    struct journal_entry *slot = &j->ring[id % j->cap];
-    entry_fini(slot);
-    copy_entry(slot, e);
-    slot->id = id;
+    struct journal_slot *slot = &j->ring[id % j->cap];
+    slot->e = *e;
+    slot->e.path = slot->e.order_id = slot->e.payment_key = slot->e.idempotency_key = NULL;
+    slot_set(slot, JS_PATH, e->path);
+    slot_set(slot, JS_ORDER_ID, e->order_id);
+    slot_set(slot, JS_PAYMENT_KEY, e->payment_key);
+    slot_set(slot, JS_IDEM_KEY, e->idempotency_key);
+    slot->e.id = id;
     pthread_mutex_unlock(&j->lock);
     return id;
 }
@@ -94,11 +133,12 @@ uint64_t journal_begin(struct journal *j, const struct journal_entry *e)
 void journal_update(struct journal *j, uint64_t id, const struct journal_entry *e)
 {
     pthread_mutex_lock(&j->lock);
-    struct journal_entry *s = &j->ring[id % j->cap];
+    struct journal_slot *slot = &j->ring[id % j->cap];
+    struct journal_entry *s = &slot->e;
     if (id && s->id == id) {
-        set_str(&s->order_id, e->order_id);
-        set_str(&s->payment_key, e->payment_key);
-        set_str(&s->idempotency_key, e->idempotency_key);
+        slot_set(slot, JS_ORDER_ID, e->order_id);
+        slot_set(slot, JS_PAYMENT_KEY, e->payment_key);
+        slot_set(slot, JS_IDEM_KEY, e->idempotency_key);
         if (e->body_hash)
             s->body_hash = e->body_hash;
         if (e->attempt)
@@ -133,7 +173,7 @@ struct journal_entry *journal_copy(struct journal *j, size_t limit, size_t *n)
     size_t k = 0;
     if (v)
         for (uint64_t id = last - avail + 1; id <= last && k < avail; id++) {
-            const struct journal_entry *s = &j->ring[id % j->cap];
+            const struct journal_entry *s = &j->ring[id % j->cap].e;
             if (s->id == id)
                 copy_entry(&v[k++], s);
         }

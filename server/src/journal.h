@@ -47,9 +47,11 @@ struct journal_entry {
     bool key_reuse;              /* its Idempotency-Key came with a different body */
 };
 
+struct journal_slot;              /* journal.c */
+
 struct journal {
     pthread_mutex_t lock;
-    struct journal_entry *ring;
+    struct journal_slot *ring;
     size_t cap;
     uint64_t next_id;
     uint64_t first_id;           /* the first id written since the last reset */

@@ -34,9 +34,7 @@ static void payment_free(struct payment *p)
         free(p->idem_keys[i]);
     free(p->cancels);
     free(p->idem_keys);
-    free(p->payment_key);
-    free(p->order_id);
-    free(p->order_name);
+    free(p->order_name); /* payment_key and order_id live in p's own block */
     free(p);
 }
 
@@ -87,34 +85,36 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 struct payment *ledger_create(struct ledger *l, const char *payment_key, const char *order_id,
                               int64_t amount, int64_t now_us)
 {
-    if (ledger_get(l, payment_key))
-        return NULL;
     if (grow((void **)&l->all, &l->cap_all, l->n_all + 1, sizeof *l->all) != 0)
         return NULL;
-    struct payment *p = calloc(1, sizeof *p);
+    /* One block: the payment, then its paymentKey and orderId (fewer allocations on the
+     * confirm path, and the keys the indexes compare sit next to the payment). */
+    size_t kl = strlen(payment_key) + 1, ol = strlen(order_id) + 1;
+    struct payment *p = calloc(1, sizeof *p + kl + ol);
     if (!p)
         return NULL;
-    p->payment_key = strdup(payment_key);
-    p->order_id = strdup(order_id);
-    if (!p->payment_key || !p->order_id) {
-        payment_free(p);
-        return NULL;
-    }
-    p->id = l->next_id++;
+    p->payment_key = (char *)(p + 1);
+    p->order_id = p->payment_key + kl;
+    memcpy(p->payment_key, payment_key, kl);
+    memcpy(p->order_id, order_id, ol);
+    p->id = l->next_id;
     p->amount = amount;
     p->balance = amount;
     p->status = PAY_IN_PROGRESS;
     p->requested_at_us = now_us;
-    if (strmap_put(&l->by_key, p->payment_key, strlen(p->payment_key), p) == p) {
-        payment_free(p);
+    /* One probe walk per index: strmap_add is the lookup and the insert. */
+    if (strmap_add(&l->by_key, p->payment_key, strlen(p->payment_key), p) != NULL) {
+        payment_free(p); /* the paymentKey exists (or out of memory) */
         return NULL;
     }
-    if (!ledger_get_by_order(l, order_id) &&
-        strmap_put(&l->by_order, p->order_id, strlen(p->order_id), p) == p) {
+    void *holder = strmap_add(&l->by_order, p->order_id, strlen(p->order_id), p);
+    if (holder == p) { /* out of memory */
         strmap_del(&l->by_key, p->payment_key, strlen(p->payment_key));
         payment_free(p);
         return NULL;
     }
+    p->owns_order = holder == NULL;
+    l->next_id++;
     l->all[l->n_all++] = p;
     return p;
 }

@@ -31,8 +31,8 @@ struct payment_cancel {
 };
 
 struct payment {
-    char *payment_key;       /* owned; also the by-key map's key */
-    char *order_id;          /* owned; also the by-order map's key */
+    char *payment_key;       /* in the payment's own allocation; also the by-key map's key */
+    char *order_id;          /* the same; also the by-order map's key */
     uint64_t id;             /* ledger sequence; seeds the derived fields (card no., keys) */
     int64_t amount;          /* totalAmount, KRW */
     int64_t balance;         /* balanceAmount, KRW */
@@ -41,6 +41,8 @@ struct payment {
     uint8_t charges;         /* approvals committed: the invariant is charges <= 1 */
     char *order_name;        /* owned; from a registered session, or NULL (a default is shown) */
     bool registered;         /* created by POST /__admin/sessions */
+    bool owns_order;         /* the by-order index points at this payment (it was the first
+                                to use its orderId) */
     int64_t requested_at_us; /* creation (first confirm's arrival, or the session's) */
     int64_t approved_at_us;  /* commit of the approval; 0 before */
     uint32_t confirm_attempts;

@@ -202,27 +202,21 @@ uint32_t attempts_next(struct attempts *a, enum route_id route, const char *iden
 {
     size_t il = strlen(identity);
     size_t kl = 2 + il;
-    char stack[320];
-    char *key = kl <= sizeof stack ? stack : malloc(kl);
-    if (!key)
+    /* The entry is built before the lookup, so a first attempt (the usual case) costs one
+     * probe walk; a repeat frees it again. */
+    struct attempt_entry *e = malloc(sizeof *e + kl);
+    if (!e)
         return 1;
-    key[0] = (char)('0' + route);
-    key[1] = '\0';
-    memcpy(key + 2, identity, il);
-    uint32_t n = 1;
+    e->count = 1;
+    e->key_len = kl;
+    e->key[0] = (char)('0' + route);
+    e->key[1] = '\0';
+    memcpy(e->key + 2, identity, il);
     pthread_mutex_lock(&a->lock);
-    struct attempt_entry *e = strmap_get(&a->map, key, kl);
-    if (e) {
-        n = ++e->count;
-    } else if ((e = malloc(sizeof *e + kl))) {
-        e->count = 1;
-        e->key_len = kl;
-        memcpy(e->key, key, kl);
-        if (strmap_put(&a->map, e->key, kl, e) == e)
-            free(e);
-    }
+    struct attempt_entry *had = strmap_add(&a->map, e->key, kl, e);
+    uint32_t n = had && had != e ? ++had->count : 1;
     pthread_mutex_unlock(&a->lock);
-    if (key != stack)
-        free(key);
+    if (had)
+        free(e); /* counted on the existing entry (or out of memory: counted as a first) */
     return n;
 }

@@ -140,6 +140,9 @@ struct request {
     int64_t refundable_amount; /* cancel: refundableAmount, 0 = absent */
     uint64_t body_hash;    /* canonical body hash, for Idempotency-Key reuse detection */
     void *claim;           /* struct idem_record * held by this request */
+    void *payment;         /* confirm: struct payment * of payment_key, found or created at
+                              arrival (borrowed; valid while payment_gen is the store's) */
+    uint64_t payment_gen;  /* the store generation `payment` was found in */
 
     struct response resp;
 };

@@ -2,14 +2,29 @@
  * and len <= cap * 3/4, so a probe always reaches an empty slot. */
 #include "strmap.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rng.h"
 
+/* Eight bytes at a time (the keys are paymentKeys, orderIds and idempotency scopes of 20-300
+ * bytes, hashed several times per request); hash64 (FNV-1a, a byte at a time) stays the
+ * generator's seed hash, whose values the fault plans depend on. Never 0 (= empty slot). */
 static uint64_t key_hash(const char *key, size_t len)
 {
-    uint64_t h = hash64(key, len, 0x9e3779b97f4a7c15u);
+    const unsigned char *p = (const unsigned char *)key;
+    uint64_t h = UINT64_C(0x9e3779b97f4a7c15) ^ len, w;
+    size_t n = len;
+    for (; n >= 8; n -= 8, p += 8) {
+        memcpy(&w, p, 8);
+        h = (h ^ w) * UINT64_C(0xbf58476d1ce4e5b9);
+        h ^= h >> 31;
+    }
+    w = 0;
+    for (size_t i = 0; i < n; i++)
+        w |= (uint64_t)p[i] << (8 * i);
+    h = mix64((h ^ w) * UINT64_C(0x94d049bb133111eb));
     return h ? h : 1;
 }
 
@@ -70,22 +85,56 @@ static int grow(struct strmap *m)
     return 0;
 }
 
-void *strmap_put(struct strmap *m, const char *key, size_t key_len, void *val)
+/* The slot holding key, or the empty slot where it would go. Requires a free slot. */
+static struct strmap_slot *find_or_free(const struct strmap *m, uint64_t h, const char *key,
+                                        size_t len)
+{
+    size_t mask = m->cap - 1;
+    for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+        struct strmap_slot *s = &m->slots[i];
+        if (s->hash == 0 || (s->hash == h && s->key_len == len && memcmp(s->key, key, len) == 0))
+            return s;
+    }
+}
+
+/* Insert (replace = false: only if absent). One probe walk; the table grows first if the new
+ * entry could push it past 3/4 full. */
+static void *insert(struct strmap *m, const char *key, size_t key_len, void *val, bool replace)
 {
     uint64_t h = key_hash(key, key_len);
-    struct strmap_slot *s = find(m, h, key, key_len);
-    if (s) {
+    if ((m->len + 1) * 4 > m->cap * 3 && grow(m) != 0) {
+        struct strmap_slot *s = find(m, h, key, key_len); /* full: an update may still fit */
+        if (!s)
+            return val;
         void *old = s->val;
-        s->key = key; /* the new value may own a new copy of the key */
-        s->val = val;
+        if (replace) {
+            s->key = key;
+            s->val = val;
+        }
         return old;
     }
-    if ((m->len + 1) * 4 > m->cap * 3 && grow(m) != 0)
-        return val;
-    struct strmap_slot ns = {h, key, key_len, val};
-    place(m->slots, m->cap, &ns);
+    struct strmap_slot *s = find_or_free(m, h, key, key_len);
+    if (s->hash) {
+        void *old = s->val;
+        if (replace) {
+            s->key = key; /* the new value may own a new copy of the key */
+            s->val = val;
+        }
+        return old;
+    }
+    *s = (struct strmap_slot){h, key, key_len, val};
     m->len++;
     return NULL;
+}
+
+void *strmap_put(struct strmap *m, const char *key, size_t key_len, void *val)
+{
+    return insert(m, key, key_len, val, true);
+}
+
+void *strmap_add(struct strmap *m, const char *key, size_t key_len, void *val)
+{
+    return insert(m, key, key_len, val, false);
 }
 
 void *strmap_del(struct strmap *m, const char *key, size_t key_len)

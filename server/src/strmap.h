@@ -34,6 +34,11 @@ void *strmap_get(const struct strmap *m, const char *key, size_t key_len);
  * out (the map is then unchanged). */
 void *strmap_put(struct strmap *m, const char *key, size_t key_len, void *val);
 
+/* Insert only if key is absent: returns NULL when inserted, the value already stored under key
+ * (the map unchanged), or `val` itself if memory ran out. One probe walk: a lookup and an
+ * insert in one. */
+void *strmap_add(struct strmap *m, const char *key, size_t key_len, void *val);
+
 /* Remove key; returns its value, or NULL if absent. */
 void *strmap_del(struct strmap *m, const char *key, size_t key_len);
 

@@ -1,4 +1,4 @@
-/* check_strmap.c -- unit tests for strmap.c: put/get/del/clear, replacement, keys with NUL
+/* check_strmap.c -- unit tests for strmap.c: put/add/get/del/clear, replacement, keys with NUL
  * bytes, 10^5 keys with every other one deleted (backward-shift deletion), and a seeded
  * random put/del workload on a small map checked against a plain array model. */
 #include <check.h>
@@ -51,6 +51,28 @@ START_TEST(test_strmap_put_replacing_returns_old_value)
     /* The map now points at the new key's bytes: the old copy may go away. */
     k1[0] = 'X';
     ck_assert_ptr_eq(strmap_get(&m, "key", 3), &vals[1]);
+    strmap_fini(&m);
+}
+END_TEST
+
+START_TEST(test_strmap_add_keeps_the_existing_value)
+{
+    struct strmap m;
+    strmap_init(&m);
+    ck_assert_ptr_null(strmap_add(&m, "key", 3, &vals[0]));
+    ck_assert_ptr_eq(strmap_add(&m, "key", 3, &vals[1]), &vals[0]);
+    ck_assert_ptr_eq(strmap_get(&m, "key", 3), &vals[0]);
+    ck_assert_uint_eq(m.len, 1);
+    /* 12 adds through a 16-slot table's growth point: every one still found */
+    char k[16][4];
+    for (int i = 0; i < 16; i++) {
+        snprintf(k[i], sizeof k[i], "k%d", i);
+        ck_assert_ptr_null(strmap_add(&m, k[i], strlen(k[i]), &vals[i]));
+    }
+    ck_assert_uint_eq(m.len, 17);
+    ck_assert_uint_eq(m.cap, 32);
+    for (int i = 0; i < 16; i++)
+        ck_assert_ptr_eq(strmap_get(&m, k[i], strlen(k[i])), &vals[i]);
     strmap_fini(&m);
 }
 END_TEST
@@ -190,14 +212,23 @@ START_TEST(test_strmap_random_put_del_on_small_map_matches_model)
     bool present[NKEYS] = {false};
     size_t n = 0, wrapped = 0;
     for (int i = 0; i < NKEYS; i++)
-        snprintf(keys[i], sizeof keys[i], "r%d", i);
+        snprintf(keys[i], sizeof keys[i], "s%d", i); /* "s0".."s10": with the map's hash,
+                                                         some runs wrap (asserted below) */
     struct rng r;
     rng_seed(&r, 7);
     for (int op = 0; op < NOPS; op++) {
         uint64_t x = rng_next(&r);
         int k = (int)(x % NKEYS);
         size_t kl = strlen(keys[k]);
-        if ((x >> 32) & 1) {
+        if ((x >> 32) % 4 == 2) {
+            /* add: inserts only when absent, else returns what is there */
+            void *got = strmap_add(&m, keys[k], kl, &v[k]);
+            if (got != (present[k] ? &v[k] : NULL))
+                ck_abort_msg("op %d: add %s returned the wrong value", op, keys[k]);
+            if (!present[k])
+                n++;
+            present[k] = true;
+        } else if ((x >> 32) & 1) {
             void *old = strmap_put(&m, keys[k], kl, &v[k]);
             if (old != (present[k] ? &v[k] : NULL))
                 ck_abort_msg("op %d: put %s returned the wrong old value", op, keys[k]);
@@ -237,6 +268,7 @@ static Suite *strmap_suite(void)
     tcase_add_test(basic, test_strmap_empty_get_and_del_return_null);
     tcase_add_test(basic, test_strmap_put_then_get);
     tcase_add_test(basic, test_strmap_put_replacing_returns_old_value);
+    tcase_add_test(basic, test_strmap_add_keeps_the_existing_value);
     tcase_add_test(basic, test_strmap_del_returns_value_and_removes_only_that_key);
     tcase_add_test(basic, test_strmap_clear_removes_everything_and_map_stays_usable);
     tcase_add_test(basic, test_strmap_keys_with_nul_bytes_use_explicit_lengths);
