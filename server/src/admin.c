@@ -198,9 +198,7 @@ enum handler_result admin_reset(struct gateway *g, struct request *r)
         }
         json_decref(v);
     }
-    gateway_reset(g);
-    if (p)
-        gateway_apply(g, p);
+    gateway_reset(g, p);
     return admin_get_profile(g, r);
 }
 

@@ -6,35 +6,35 @@
 #include "request.h"
 
 /* GET /healthz, GET /__admin/health: {"status":"ok","pid":N,"instance":"<16 hex>",
- * "started_at":"<KST>"}. Always H_RESPOND. Thread: mhd. */
+ * "started_at":"<KST>"}. Always H_RESPOND. Thread: worker. */
 enum handler_result admin_health(struct gateway *g, struct request *r);
 
 /* GET /__admin/payments[?orderId=]: {"payments":[{"payment":{...},"confirm_attempts":N,
  * "idempotency_keys":[...],"charges":N}]} in creation order; `order_id` NULL lists all.
- * Always H_RESPOND. Thread: mhd. */
+ * Always H_RESPOND. Thread: worker. */
 enum handler_result admin_payments(struct gateway *g, struct request *r, const char *order_id);
 
 /* GET /__admin/profile: {"name", "applied_at", "phase": {index, name, remaining_s} | null,
- * "profile": <the applied profile's JSON>}. Thread: mhd. */
+ * "profile": <the applied profile's JSON>}. Thread: worker. */
 enum handler_result admin_get_profile(struct gateway *g, struct request *r);
 
 /* PUT /__admin/profile: {"name": "slow"} (a shipped or --profiles-dir profile) or a whole
  * profile object. Applies to requests that arrive after the response; in-flight requests keep
  * theirs. Invalid → 400 INVALID_PROFILE whose message has "request body:line:column" and the
- * old profile stays. Answers like GET. Thread: mhd. */
+ * old profile stays. Answers like GET. Thread: worker. */
 enum handler_result admin_put_profile(struct gateway *g, struct request *r);
 
 /* POST /__admin/reset [{"profile": NAME | {...}}]: gateway_reset, then apply the given
- * profile if any. Answers like GET /__admin/profile. Thread: mhd. */
+ * profile if any. Answers like GET /__admin/profile. Thread: worker. */
 enum handler_result admin_reset(struct gateway *g, struct request *r);
 
-/* GET /__admin/requests[?limit=N] (1..10000): the journal, newest last. Thread: mhd. */
+/* GET /__admin/requests[?limit=N] (1..10000): the journal, newest last. Thread: worker. */
 enum handler_result admin_requests(struct gateway *g, struct request *r);
 
-/* GET /metrics: Prometheus text format 0.0.4. Thread: mhd. */
+/* GET /metrics: Prometheus text format 0.0.4. Thread: worker. */
 enum handler_result admin_metrics(struct gateway *g, struct request *r);
 
-/* GET /__admin/report: retry-behaviour findings from the journal (report.h). Thread: mhd. */
+/* GET /__admin/report: retry-behaviour findings from the journal (report.h). Thread: worker. */
 enum handler_result admin_report(struct gateway *g, struct request *r);
 
 #endif

@@ -18,6 +18,7 @@ struct config {
     const char **secret_keys;   /* --secret-key (repeatable); none = any test_sk_ / test_gsk_ */
     size_t n_secret_keys;
     const char *mid;            /* --mid, default "tgen_fakegate" */
+    unsigned threads;           /* --threads, libmicrohttpd worker threads, 1-64, default 2 */
     size_t max_body;            /* --max-body, bytes, default 65536 */
     int64_t idempotency_ttl_s;  /* --idempotency-ttl, seconds, default 15 days */
     int64_t session_ttl_s;      /* --session-ttl, seconds, default 600 */

@@ -1,8 +1,11 @@
-/* http.c -- libmicrohttpd glue (see http.h). One MHD polling thread runs every handler call
- * and the completion callback; held requests are suspended and resumed by the scheduler's
- * timer thread. Invariants: a request is in the scheduler at most once, and only while its
- * connection is suspended; per-request memory is freed only in on_completed; a suspended
- * connection is always resumed before MHD_stop_daemon (which would abort otherwise). */
+/* http.c -- libmicrohttpd glue (see http.h). --threads N libmicrohttpd worker threads (a
+ * thread pool when N > 1; "Thread: worker" in the headers) run the handler and completion
+ * callbacks, each connection always on the same worker, so a conn_state is touched by one
+ * worker at a time; what they share below router.c is locked or atomic. Held requests are
+ * suspended and resumed by the scheduler's timer thread. Invariants: a request is in the
+ * scheduler at most once, and only while its connection is suspended; per-request memory is
+ * freed only in on_completed; a suspended connection is always resumed before
+ * MHD_stop_daemon (which would abort otherwise). */
 #define _GNU_SOURCE
 #include "http.h"
 
@@ -443,8 +446,11 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     const struct config *cfg = cls;
     if (cfg->quiet)
         return;
+    /* Locked, so lines from different worker threads never interleave. */
+    flockfile(stderr);
     fputs("fakegate: libmicrohttpd: ", stderr);
     vfprintf(stderr, fmt, ap);
+    funlockfile(stderr);
 }
 
 /* --- start / stop ------------------------------------------------------------------------- */
@@ -495,8 +501,12 @@ struct http_server *http_start(const struct config *cfg, struct sched *s, uint64
                      MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    /* One thread: the plain internal polling thread (libmicrohttpd warns about a pool of 1). */
+    struct MHD_OptionItem pool[] = {{MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)cfg->threads, NULL},
+                                    {MHD_OPTION_END, 0, NULL}};
     h->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)cfg,
+        MHD_OPTION_ARRAY, cfg->threads > 1 ? pool : pool + 1,
         MHD_OPTION_SOCK_ADDR, ai->ai_addr,
         MHD_OPTION_CONNECTION_LIMIT, h->conn_limit, MHD_OPTION_CONNECTION_TIMEOUT,
         cfg->idle_timeout_s, MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096U,

@@ -31,7 +31,7 @@
  * is documented. Environment variable = FAKEGATE_ + the flag upper-cased, '-' → '_'. */
 enum opt_id {
     O_HOST, O_PORT, O_PORT_FILE, O_PROFILE, O_PROFILES_DIR, O_SEED, O_SECRET_KEY, O_MID,
-    O_MAX_BODY, O_IDEMPOTENCY_TTL, O_SESSION_TTL, O_STRICT_SESSIONS, O_IDLE_TIMEOUT,
+    O_THREADS, O_MAX_BODY, O_IDEMPOTENCY_TTL, O_SESSION_TTL, O_STRICT_SESSIONS, O_IDLE_TIMEOUT,
     O_CONSECUTIVE_CANCEL_MS, O_ADMIN_TOKEN, O_LOG, O_QUIET,
     O_CHECK_PROFILE, O_VERSION, O_HELP, O_COUNT
 };
@@ -52,6 +52,7 @@ static const struct opt opts[O_COUNT] = {
     [O_SEED] = {"seed", "N", true, "seed (unsigned 64-bit) for every random decision; default: the profile's \"seed\", else random (printed in the ready line)"},
     [O_SECRET_KEY] = {"secret-key", "KEY", true, "accepted secret key (repeatable; env: comma-separated); default: any key starting test_sk_ or test_gsk_"},
     [O_MID] = {"mid", "MID", true, "merchant id in Payment.mId (default tgen_fakegate)"},
+    [O_THREADS] = {"threads", "N", true, "libmicrohttpd worker threads that accept, read and answer requests, 1-64 (default 2; held requests take no thread)"},
     [O_MAX_BODY] = {"max-body", "BYTES", true, "largest request body in bytes; larger → 413 (default 65536)"},
     [O_IDEMPOTENCY_TTL] = {"idempotency-ttl", "SECONDS", true, "how long an Idempotency-Key record lives (default 1296000 = 15 days, as Toss)"},
     [O_SESSION_TTL] = {"session-ttl", "SECONDS", true, "payment session lifetime (default 600, Toss's 10-minute window)"},
@@ -168,6 +169,11 @@ static int apply(struct cli *c, int id, const char *val, const char *src)
             goto bad;
         cfg->log_json = strcmp(val, "json") == 0;
         return 0;
+    case O_THREADS:
+        if (!parse_u64(val, 64, &v) || v == 0)
+            goto bad;
+        cfg->threads = (unsigned)v;
+        return 0;
     case O_MAX_BODY:
         if (!parse_u64(val, 1U << 30, &v) || v == 0)
             goto bad;
@@ -231,6 +237,7 @@ static int parse_cli(struct cli *c, int argc, char **argv)
     cfg->port = 8080;
     cfg->profile = "normal";
     cfg->mid = "tgen_fakegate";
+    cfg->threads = 2;
     cfg->max_body = 65536;
     cfg->idempotency_ttl_s = 15 * 86400;
     cfg->session_ttl_s = 600;
@@ -522,12 +529,14 @@ static int run(struct cli *clip, int argc, char **argv)
     if (!h) {
         fprintf(stderr, "fakegate: %s\n", err);
         sched_drain(&sched);
+        sched_fini(&sched);
         return 1;
     }
     unsigned port = http_port(h);
     if (cfg->port_file && write_port_file(cfg->port_file, port) != 0) {
         fprintf(stderr, "fakegate: --port-file %s: %s\n", cfg->port_file, strerror(errno));
         http_stop(h, 0);
+        sched_fini(&sched);
         return 1;
     }
     if (!cfg->quiet)
@@ -564,6 +573,7 @@ static int run(struct cli *clip, int argc, char **argv)
     if (!cfg->quiet)
         fprintf(stderr, "fakegate: %s: stopping\n", strsignal(sig));
     http_stop(h, 1500);
+    sched_fini(&sched);
     if (cfg->port_file)
         unlink(cfg->port_file);
     gateway_fini(&gw);

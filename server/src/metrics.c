@@ -9,7 +9,12 @@ static const double bounds[LATENCY_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.
 
 void metrics_reset(struct metrics *m)
 {
-    memset(m, 0, sizeof *m); /* atomics of integer type: all-zero bytes is zero */
+    /* Atomic stores, not memset: other threads count while a reset runs. The struct holds
+     * nothing but atomic_ullong counters, so it is walked as an array of them. */
+    _Static_assert(sizeof(struct metrics) % sizeof(atomic_ullong) == 0, "counters only");
+    atomic_ullong *c = (atomic_ullong *)m;
+    for (size_t i = 0; i < sizeof *m / sizeof *c; i++)
+        atomic_store_explicit(&c[i], 0, memory_order_relaxed);
 }
 
 void metrics_observe_latency(struct metrics *m, double ms)

@@ -92,8 +92,11 @@ struct live *gateway_named_live(struct gateway *g, const char *name, char err[ER
     return a ? a->live : NULL;
 }
 
-void gateway_reset(struct gateway *g)
+void gateway_reset(struct gateway *g, struct profile *p)
 {
+    /* One step under apply_lock: no profile change, other reset or named lookup can land
+     * between emptying the store and applying the profile. */
+    struct applied *a = calloc(1, sizeof *a);
     pthread_mutex_lock(&g->apply_lock);
     pthread_mutex_lock(&g->lock);
     ledger_reset(&g->ledger);
@@ -104,26 +107,22 @@ void gateway_reset(struct gateway *g)
     journal_reset(&g->journal);
     metrics_reset(&g->metrics);
     flight_reset_peaks(&g->flight);
-    pthread_mutex_unlock(&g->apply_lock);
-    /* Fresh buckets, budgets and window phases: the active profile applied anew. */
-    const struct profile *cur = g->applied->profile; /* never NULL after gateway_init */
-    struct live *l = live_new(cur, now_mono_ns());
+    /* Fresh buckets, budgets and window phases: the given profile, or the active one anew. */
+    const struct profile *cur = p ? p : g->applied->profile; /* never NULL after init */
+    struct live *l = a ? live_new(cur, now_mono_ns()) : NULL;
     if (l) {
-        pthread_mutex_lock(&g->apply_lock);
-        struct applied *a = calloc(1, sizeof *a);
-        if (a) {
-            a->profile = (struct profile *)cur; /* owned by an older entry */
-            a->owns = false;
-            a->live = l;
-            a->applied_unix_us = now_unix_us();
-            a->prev = g->applied;
-            g->applied = a;
-            atomic_store(&g->live, l);
-        } else {
-            live_free(l);
-        }
-        pthread_mutex_unlock(&g->apply_lock);
+        a->profile = (struct profile *)cur; /* the active one stays owned by its older entry */
+        a->owns = p != NULL;
+        a->live = l;
+        a->applied_unix_us = now_unix_us();
+        a->prev = g->applied;
+        g->applied = a;
+        atomic_store(&g->live, l);
+    } else {
+        free(a);
+        profile_free(p); /* out of memory: the active profile stays, with its state */
     }
+    pthread_mutex_unlock(&g->apply_lock);
 }
 
 void gateway_fini(struct gateway *g)

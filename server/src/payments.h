@@ -70,19 +70,20 @@ int gateway_apply(struct gateway *g, struct profile *p);
 struct live *gateway_named_live(struct gateway *g, const char *name, char err[ERR_LEN]);
 
 /* POST /__admin/reset: empty the ledger, idempotency records, journal, counters, peaks
- * (restarted from the requests in flight now), attempt counts; re-apply the active profile
- * (fresh buckets, budgets, windows). Thread: any. */
-void gateway_reset(struct gateway *g);
+ * (restarted from the requests in flight now), attempt counts; then apply `p` (taking
+ * ownership), or re-apply the active profile when p is NULL (fresh buckets, budgets,
+ * windows) -- all as one step under apply_lock. Thread: any. */
+void gateway_reset(struct gateway *g, struct profile *p);
 void gateway_fini(struct gateway *g);
 
 /* POST /v1/payments/confirm, called once the whole body is in r->body (auth done).
  * Returns H_RESPOND (an error or an immediate result) or H_HOLD (r->hold_until_ns set).
- * Thread: mhd. */
+ * Thread: worker. */
 enum handler_result payments_confirm(struct gateway *g, struct request *r);
 
 /* GET /v1/payments/{paymentKey} (r->kind RK_GET_PAYMENT), GET /v1/payments/orders/{orderId}
  * (RK_GET_ORDER; r->path_param holds the key) and GET /v1/transactions (RK_TRANSACTIONS,
- * SPEC §7 rules), after the read route's latency. H_RESPOND or H_HOLD. Thread: mhd. */
+ * SPEC §7 rules), after the read route's latency. H_RESPOND or H_HOLD. Thread: worker. */
 enum handler_result payments_read(struct gateway *g, struct request *r);
 
 /* The plan's next step at r->hold_until_ns: leave the queue (claim, or 409 / replay /
@@ -93,12 +94,12 @@ enum handler_result payments_on_deadline(struct gateway *g, struct request *r, b
 
 /* POST /v1/payments/{paymentKey}/cancel (r->path_param): {cancelReason, cancelAmount?,
  * refundableAmount?}. Idempotency as for confirm; the checks of SPEC §7 run at the commit,
- * after the cancel route's latency. H_RESPOND or H_HOLD. Thread: mhd. */
+ * after the cancel route's latency. H_RESPOND or H_HOLD. Thread: worker. */
 enum handler_result payments_cancel(struct gateway *g, struct request *r);
 
 /* POST /__admin/sessions {orderId, amount, paymentKey?, orderName?}: registers a payment in
  * IN_PROGRESS (SPEC §2.1) and answers 200 with it; a paymentKey is generated in Toss's
- * tgen_yyyyMMddHHmmssXXXXX style when none is given. Always H_RESPOND. Thread: mhd. */
+ * tgen_yyyyMMddHHmmssXXXXX style when none is given. Always H_RESPOND. Thread: worker. */
 enum handler_result payments_register_session(struct gateway *g, struct request *r);
 
 #endif

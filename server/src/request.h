@@ -1,8 +1,9 @@
 /* request.h -- one HTTP request as the handlers see it, free of libmicrohttpd types.
  * http.c fills the transport fields, the router and handlers fill the rest and set `resp`.
  * Ownership: every pointer here is owned by the request and freed by request_free, which only
- * http.c's completion callback calls. Threads: the MHD thread owns the request except while
- * it is suspended in the scheduler, when only the timer thread touches it. */
+ * http.c's completion callback calls. Threads: the libmicrohttpd worker of its connection owns
+ * the request except while it is suspended in the scheduler, when only the timer thread
+ * touches it. */
 #ifndef FAKEGATE_REQUEST_H
 #define FAKEGATE_REQUEST_H
 

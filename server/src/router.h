@@ -14,10 +14,10 @@ void router_init(struct gateway *g);
 
 /* Headers are in (method, path, raw_uri, authorization, content length...). Routes, answers
  * 404/405, 431, authentication errors, 413 by Content-Length and TE+CL conflicts at once
- * (H_RESPOND), else H_CONTINUE. Thread: mhd. */
+ * (H_RESPOND), else H_CONTINUE. Thread: worker. */
 enum handler_result router_on_headers(struct request *r);
 
-/* The whole body is in r->body. Validates and dispatches. H_RESPOND or H_HOLD. Thread: mhd. */
+/* The whole body is in r->body. Validates and dispatches. H_RESPOND or H_HOLD. Thread: worker. */
 enum handler_result router_on_body(struct request *r);
 
 /* A held request's deadline (see payments_on_deadline). Thread: timer. */
@@ -25,7 +25,7 @@ enum handler_result router_on_deadline(struct request *r, bool draining);
 
 /* The request's response has ended (or its connection closed): stop counting it in flight,
  * complete its journal entry and count it in the metrics. `completed_ok`: libmicrohttpd sent
- * the whole response. Thread: mhd (the completion callback). */
+ * the whole response. Thread: worker (the completion callback). */
 void router_on_complete(struct request *r, bool completed_ok);
 
 /* Decode standard base64 (RFC 4648 alphabet, '=' padding optional but only at the end) of

@@ -164,6 +164,12 @@ void sched_drain(struct sched *s)
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->thread, NULL);
     s->started = false;
+    /* The lock and the heap stay: workers may still call sched_add (and get -1) until the
+     * HTTP server has stopped; sched_fini frees them after that. */
+}
+
+void sched_fini(struct sched *s)
+{
     sched_heap_fini(&s->heap);
     pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->lock);

@@ -56,7 +56,12 @@ int sched_add(struct sched *s, int64_t deadline_ns, sched_fire_fn fire, void *ar
 
 /* Refuse new entries, fire every pending entry now with draining = true (on the caller's
  * thread, outside the lock), wait for a firing in progress on the timer thread to finish, and
- * join the thread. After it returns no callback runs. Thread: any but the timer thread. */
+ * join the thread. After it returns no callback runs, and sched_add returns -1. Thread: any
+ * but the timer thread. */
 void sched_drain(struct sched *s);
+
+/* Free the scheduler's lock and heap, after sched_drain and once no thread can call sched_add
+ * any more (the HTTP server has stopped: its workers call sched_add until then). */
+void sched_fini(struct sched *s);
 
 #endif

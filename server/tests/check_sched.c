@@ -3,6 +3,7 @@
  * empty heap, and 10^5 entries compared against a sorted reference. */
 #include <check.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -225,6 +226,39 @@ START_TEST(test_sched_heap_100k_entries_pop_in_order)
 }
 END_TEST
 
+static int fired_draining, fired_on_time;
+
+static void count_fire(void *arg, bool draining)
+{
+    (void)arg;
+    if (draining)
+        fired_draining++;
+    else
+        fired_on_time++;
+}
+
+/* After sched_drain, workers may still try to hold a request until the HTTP server stops: the
+ * scheduler must still answer (-1, so the caller finishes the request itself) until
+ * sched_fini. */
+START_TEST(test_sched_drain_fires_pending_and_add_after_drain_fails_until_fini)
+{
+    struct sched s;
+    char err[128];
+    ck_assert_int_eq(sched_start(&s, err, sizeof err), 0);
+    fired_draining = fired_on_time = 0;
+    int64_t far = INT64_C(1) << 62; /* never due on its own */
+    ck_assert_int_eq(sched_add(&s, far, count_fire, NULL), 0);
+    ck_assert_int_eq(sched_add(&s, far, count_fire, NULL), 0);
+    sched_drain(&s);
+    ck_assert_int_eq(fired_draining, 2);
+    ck_assert_int_eq(fired_on_time, 0);
+    ck_assert_int_eq(sched_add(&s, far, count_fire, NULL), -1);
+    ck_assert_int_eq(sched_add(&s, 0, count_fire, NULL), -1);
+    ck_assert_int_eq(fired_draining + fired_on_time, 2);
+    sched_fini(&s);
+}
+END_TEST
+
 static Suite *sched_suite(void)
 {
     Suite *s = suite_create("sched_heap");
@@ -238,6 +272,7 @@ static Suite *sched_suite(void)
     tcase_add_test(tc, test_sched_heap_peek_equals_next_pop_and_does_not_remove);
     tcase_add_test(tc, test_sched_heap_interleaved_push_pop_keeps_order);
     tcase_add_test(tc, test_sched_heap_100k_entries_pop_in_order);
+    tcase_add_test(tc, test_sched_drain_fires_pending_and_add_after_drain_fails_until_fini);
     suite_add_tcase(s, tc);
     return s;
 }
