@@ -47,6 +47,16 @@ static bool reserve(struct buf *b, size_t extra)
 
 bool buf_reserve(struct buf *b, size_t extra)
 {
+    if (b->cap == 0 && !b->oom) { /* the first allocation: exactly what was asked */
+        b->data = malloc(extra + 1);
+        if (!b->data) {
+            b->oom = true;
+            return false;
+        }
+        b->cap = extra + 1;
+        b->data[0] = '\0';
+        return true;
+    }
     return reserve(b, extra);
 }
 

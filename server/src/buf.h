@@ -25,8 +25,8 @@ void buf_add(struct buf *b, const void *p, size_t n);
 void buf_adds(struct buf *b, const char *s);
 void buf_addc(struct buf *b, char c);
 __attribute__((format(printf, 2, 3))) void buf_addf(struct buf *b, const char *fmt, ...);
-/* Make room for `extra` more bytes (and the NUL) now, so later appends do not reallocate.
- * Returns false when out of memory (and sets `oom`). */
+/* Make room for `extra` more bytes (and the NUL) now, so later appends do not reallocate; an
+ * empty buffer gets exactly that much. Returns false when out of memory (and sets `oom`). */
 bool buf_reserve(struct buf *b, size_t extra);
 /* Decimal, without snprintf (the response path writes several numbers per Payment). */
 void buf_add_i64(struct buf *b, int64_t v);

@@ -412,10 +412,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     case HS_BODY:
         if (*upload_data_size > 0) {
             size_t n = *upload_data_size;
-            if (!r->body_too_large && r->body.len + n <= srv->cfg->max_body)
+            if (!r->body_too_large && r->body.len + n <= srv->cfg->max_body) {
+                if (r->body.cap == 0 && r->has_content_length &&
+                    r->content_length <= srv->cfg->max_body)
+                    buf_reserve(&r->body, (size_t)r->content_length); /* one exact allocation */
                 buf_add(&r->body, upload_data, n);
-            else
+            } else {
                 r->body_too_large = true; /* keep reading, discard (SPEC §2) */
+            }
             *upload_data_size = 0;
             return MHD_YES;
         }

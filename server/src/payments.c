@@ -201,8 +201,10 @@ static bool parse_body(struct request *r, json_t **out)
                      err.column);
         }
         invalid(r, "INVALID_REQUEST", ko, en);
+        buf_fini(&r->body);
         return false;
     }
+    buf_fini(&r->body); /* parsed: a held request need not keep its bytes */
     if (!json_is_object(root)) {
         json_decref(root);
         invalid(r, "INVALID_REQUEST", "잘못된 요청입니다. 요청 본문은 JSON 객체여야 합니다.",
