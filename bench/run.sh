@@ -117,10 +117,10 @@ jq --argjson ms "$LOSSY_HANG_MS" '.name = "lossy-bench" |
 # --- fakegate --------------------------------------------------------------------------------
 FG_PID=0
 FG_PORT=0
-start_fg() { # NAME PROFILE -> FG_PID, FG_PORT
+start_fg() { # NAME PROFILE [MORE FLAGS] -> FG_PID, FG_PORT
     local i
     rm -f "$T/$1.port"
-    "$T/fakegate" --port 0 --port-file "$T/$1.port" --quiet --profile "$2" --seed 7 \
+    "$T/fakegate" --port 0 --port-file "$T/$1.port" --quiet --profile "$2" --seed 7 "${@:3}" \
         >"$T/$1.out" 2>"$T/$1.err" &
     FG_PID=$!
     PIDS+=("$FG_PID")
@@ -283,6 +283,19 @@ result "2 replay" "replay throughput, same Idempotency-Key, keep-alive, c50" "re
     "" null "$d"
 stop_pid "$FG_PID"
 
+# The same confirm run against one libmicrohttpd thread (--threads 1; the default is 2).
+say "1. confirm throughput with --threads 1 (c50, ${DUR}s)"
+start_fg thr1 "$T/zero.json" --threads 1
+FGU1="http://127.0.0.1:$FG_PORT/"
+wrk_run warm_fg1 unique 50 2 5 "$FGU1"
+c0=$(cpu_ticks "$FG_PID"); wrk_run s1t1_fg unique 50 "$DUR" 5 "$FGU1"; c1=$(cpu_ticks "$FG_PID")
+S1T1_FG=$(rate s1t1_fg)
+d=$(jq -cn --argjson fe "$(errs s1t1_fg)" --argjson fc "$(cpu_us $((c1 - c0)) s1t1_fg)" \
+    '{fakegate_errors: $fe, fakegate_cpu_us_per_req: $fc}')
+result "1 confirm" "the same, fakegate --threads 1 (nginx: the run above)" "req/s" "$S1T1_FG" "$S1_NG" \
+    higher "" null "$d"
+stop_pid "$FG_PID"
+
 # --- 3. held requests at a fixed 2 s ------------------------------------------------------------
 # wrk keeps every connection busy: a request, 2 s, the answer, the next request, for 5 s (1000
 # connections) or 7 s (10 000, whose connects take longer): 2 or 3 answers per connection, fewer
@@ -299,15 +312,30 @@ held() { # CONNS SECONDS
     local thr; thr=$(sampler_stop)
     local hwm; hwm=$(proc_kb "$FG_PID" VmHWM)
     # fakegate's own view (its request journal: arrival in the handler -> response completed).
-    # The journal keeps the last 10 000 requests: only the 1000-connection run fits in it.
-    local srv='{}'
-    [ "$n" -le 1000 ] && srv=$(curl -s "http://127.0.0.1:$FG_PORT/__admin/requests?limit=10000" | jq -c '
+    # The journal keeps the last 10 000 requests: all of the 1000-connection run; of the 10 000
+    # one, the last round, which wrk left unanswered: wait (up to 5 s) for it to complete inside
+    # fakegate, then read how exactly it was held and how far its arrivals were spread.
+    local srv='{}' i
+    if [ "$n" -gt 1000 ]; then
+        for i in $(seq 50); do
+            [ "$(metric "$FG_PORT" 'fakegate_in_flight{route="confirm"}')" = 0 ] && break
+            sleep 0.1
+        done
+    fi
+    srv=$(curl -s "http://127.0.0.1:$FG_PORT/__admin/requests?limit=10000" | jq -c '
         [.requests[] | .duration_ms | select(. != null)] | sort |
         if length == 0 then {} else
         {server_n: length, server_p50_err_ms: (.[length * 0.5 | floor] - 2000 | . * 10 | round / 10),
          server_p99_err_ms: (.[length * 0.99 | floor] - 2000 | . * 10 | round / 10),
          server_max_err_ms: (.[-1] - 2000 | . * 10 | round / 10)} end' 2>/dev/null || echo '{}')
     [ -n "$srv" ] || srv='{}'
+    local spread=''
+    [ "$n" -gt 1000 ] && spread=$(curl -s "http://127.0.0.1:$FG_PORT/__admin/requests?limit=10000" | jq -c '
+        [.requests[] | .arrived_at | sub("\\.(?<f>[0-9]+)Z$"; "Z") as $s | (.[20:26] | tonumber) as $us
+         | ($s | fromdateiso8601) * 1e6 + $us] | sort |
+        if length < 2 then {} else
+        {server_arrival_spread_ms: ((.[-1] - .[0]) / 1000 | . * 10 | round / 10)} end' 2>/dev/null || echo '{}')
+    [ -n "$spread" ] && srv=$(jq -cn --argjson a "$srv" --argjson b "$spread" '$a + $b')
     stop_pid "$FG_PID"
     local ng_hwm=null
     if [ "$HAVE_ECHO" = 1 ]; then
