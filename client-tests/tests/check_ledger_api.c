@@ -141,7 +141,11 @@ static void register_session(const fg_server *s, const char *body, fg_response *
 /* Korea time now + offset_s as yyyy-MM-ddTHH:mm:ss. */
 static void kst_now(long offset_s, char out[32])
 {
-    time_t t = time(NULL) + 9 * 3600 + offset_s;
+    /* The server's clock (CLOCK_REALTIME): time() reads the kernel's coarse clock, which can
+     * still show the previous second for a few ms after the server has moved on. */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    time_t t = now.tv_sec + 9 * 3600 + offset_s;
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);

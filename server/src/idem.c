@@ -39,11 +39,14 @@ static void record_free(struct idem_record *r)
     free(r);
 }
 
+static void record_free_any(void *rec)
+{
+    record_free(rec);
+}
+
 static void free_all(struct idem_store *s)
 {
-    for (size_t i = 0; i < s->map.cap; i++)
-        if (s->map.slots[i].hash)
-            record_free(s->map.slots[i].val);
+    strmap_each(&s->map, record_free_any);
 }
 
 void idem_fini(struct idem_store *s)

@@ -171,9 +171,7 @@ void attempts_init(struct attempts *a)
 
 static void attempts_free_entries(struct attempts *a)
 {
-    for (size_t i = 0; i < a->map.cap; i++)
-        if (a->map.slots[i].hash)
-            free(a->map.slots[i].val);
+    strmap_each(&a->map, free);
 }
 
 void attempts_fini(struct attempts *a)

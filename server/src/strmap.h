@@ -1,5 +1,7 @@
 /* strmap.h -- a hash map from byte-string keys to pointers (open addressing, linear probing,
- * backward-shift deletion: no tombstones, so lookups stay short after many deletions).
+ * backward-shift deletion: no tombstones, so lookups stay short after many deletions). It
+ * grows incrementally: when full, a table twice the size takes new entries and the old one is
+ * moved over a few slots per insert or delete, so no call pauses to rehash a large map.
  * The map does not own keys or values: a key's bytes must stay valid while it is in the map
  * (typically the key lives inside the value). Not thread-safe: the owner's lock guards it. */
 #ifndef FAKEGATE_STRMAP_H
@@ -9,7 +11,7 @@
 #include <stdint.h>
 
 struct strmap_slot {
-    uint64_t hash;       /* 0 = empty (real hashes are forced nonzero) */
+    uint64_t hash;       /* 0 = empty, 1 = deleted (only in `old`); real hashes are >= 2 */
     const char *key;
     size_t key_len;
     void *val;
@@ -18,7 +20,9 @@ struct strmap_slot {
 struct strmap {
     struct strmap_slot *slots;
     size_t cap;          /* power of two, or 0 */
-    size_t len;
+    size_t len;          /* entries, in both tables */
+    struct strmap_slot *old; /* while growing: the previous table, being moved into slots */
+    size_t old_cap, old_pos, old_live; /* its size, the next slot to move, entries left in it */
 };
 
 /* Initialise an empty map (no allocation until the first insert). */
@@ -44,5 +48,8 @@ void *strmap_del(struct strmap *m, const char *key, size_t key_len);
 
 /* Remove every entry (keeps the allocation). */
 void strmap_clear(struct strmap *m);
+
+/* Call fn on every value (in no particular order); fn must not change the map. */
+void strmap_each(const struct strmap *m, void (*fn)(void *val));
 
 #endif

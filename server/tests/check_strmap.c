@@ -261,6 +261,91 @@ START_TEST(test_strmap_random_put_del_on_small_map_matches_model)
 }
 END_TEST
 
+#define BIG_KEYS 60000
+#define BIG_OPS 400000
+
+static size_t visits;
+static unsigned char *seen; /* per key index: how many times strmap_each visited it */
+static int *big_vals;
+
+static void visit(void *val)
+{
+    visits++;
+    seen[(int *)val - big_vals]++;
+}
+
+/* Random put/add/del/get on up to 60 000 keys, through several growths: the map must agree
+ * with a plain array model after every operation, also while a growth is half done (entries
+ * in both tables), and strmap_each must visit every live value exactly once. */
+START_TEST(test_strmap_incremental_growth_matches_model)
+{
+    struct strmap m;
+    strmap_init(&m);
+    static char keys[BIG_KEYS][16];
+    static bool present[BIG_KEYS];
+    static int bvals[BIG_KEYS];
+    static unsigned char seen_buf[BIG_KEYS];
+    big_vals = bvals;
+    seen = seen_buf;
+    memset(present, 0, sizeof present);
+    for (int i = 0; i < BIG_KEYS; i++)
+        snprintf(keys[i], sizeof keys[i], "pk_%d", i);
+    struct rng r;
+    rng_seed(&r, 11);
+    size_t n = 0, ops_while_growing = 0, growths = 0;
+    bool was_growing = false;
+    for (int op = 0; op < BIG_OPS; op++) {
+        uint64_t x = rng_next(&r);
+        /* Inserts outnumber deletes 3:1 early on, so the map grows; then it churns. */
+        int k = (int)(x % (uint64_t)(op < BIG_OPS / 2 ? 1 + op / 4 % BIG_KEYS : BIG_KEYS));
+        size_t kl = strlen(keys[k]);
+        int kind = (int)((x >> 32) % 8);
+        void *want = present[k] ? &bvals[k] : NULL;
+        void *got;
+        if (kind < 3) {
+            got = strmap_put(&m, keys[k], kl, &bvals[k]);
+            n += !present[k];
+            present[k] = true;
+        } else if (kind < 5) {
+            got = strmap_add(&m, keys[k], kl, &bvals[k]);
+            n += !present[k];
+            present[k] = true;
+        } else if (kind < 6) {
+            got = strmap_del(&m, keys[k], kl);
+            n -= present[k];
+            present[k] = false;
+        } else {
+            got = strmap_get(&m, keys[k], kl);
+        }
+        if (got != want)
+            ck_abort_msg("op %d (kind %d) on %s: got %p, want %p", op, kind, keys[k], got, want);
+        if (m.len != n)
+            ck_abort_msg("op %d: len %zu, model %zu", op, m.len, n);
+        if (m.old) {
+            ops_while_growing++;
+            if (!was_growing)
+                growths++;
+        }
+        was_growing = m.old != NULL;
+        if (op % 20011 == 0 || (m.old && op % 997 == 0)) {
+            for (int j = 0; j < BIG_KEYS; j++)
+                if (strmap_get(&m, keys[j], strlen(keys[j])) != (present[j] ? &bvals[j] : NULL))
+                    ck_abort_msg("op %d: key %s disagrees with the model", op, keys[j]);
+            visits = 0;
+            memset(seen_buf, 0, sizeof seen_buf);
+            strmap_each(&m, visit);
+            ck_assert_uint_eq(visits, n);
+            for (int j = 0; j < BIG_KEYS; j++)
+                if (seen_buf[j] != (present[j] ? 1 : 0))
+                    ck_abort_msg("op %d: strmap_each visited %s %d times", op, keys[j], seen_buf[j]);
+        }
+    }
+    ck_assert_uint_ge(growths, 8);          /* 16 -> ... -> 65536 slots at least */
+    ck_assert_uint_gt(ops_while_growing, 1000); /* checks ran with both tables in use */
+    strmap_fini(&m);
+}
+END_TEST
+
 static Suite *strmap_suite(void)
 {
     Suite *s = suite_create("strmap");
@@ -278,6 +363,7 @@ static Suite *strmap_suite(void)
     tcase_set_timeout(load, 60);
     tcase_add_test(load, test_strmap_100k_keys_every_other_deleted_rest_still_found);
     tcase_add_test(load, test_strmap_random_put_del_on_small_map_matches_model);
+    tcase_add_test(load, test_strmap_incremental_growth_matches_model);
     suite_add_tcase(s, load);
     return s;
 }
