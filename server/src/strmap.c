@@ -53,14 +53,15 @@ static bool same(const struct strmap_slot *s, uint64_t h, const char *key, size_
     return s->hash == h && s->key_len == len && memcmp(s->key, key, len) == 0;
 }
 
-/* The slot holding key in `slots`, or NULL. */
-static struct strmap_slot *find(const struct strmap *m, uint64_t h, const char *key, size_t len)
+/* The slot holding key in a table of cap slots (probing past tombstones), or NULL. */
+static struct strmap_slot *probe(struct strmap_slot *slots, size_t cap, uint64_t h,
+                                 const char *key, size_t len)
 {
-    if (m->cap == 0)
+    if (cap == 0)
         return NULL;
-    size_t mask = m->cap - 1;
+    size_t mask = cap - 1;
     for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
-        struct strmap_slot *s = &m->slots[i];
+        struct strmap_slot *s = &slots[i];
         if (s->hash == EMPTY)
             return NULL;
         if (same(s, h, key, len))
@@ -68,20 +69,15 @@ static struct strmap_slot *find(const struct strmap *m, uint64_t h, const char *
     }
 }
 
-/* The slot holding key in `old` (probing past tombstones), or NULL. */
+static struct strmap_slot *find(const struct strmap *m, uint64_t h, const char *key, size_t len)
+{
+    return probe(m->slots, m->cap, h, key, len);
+}
+
 static struct strmap_slot *find_old(const struct strmap *m, uint64_t h, const char *key,
                                     size_t len)
 {
-    if (!m->old)
-        return NULL;
-    size_t mask = m->old_cap - 1;
-    for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
-        struct strmap_slot *s = &m->old[i];
-        if (s->hash == EMPTY)
-            return NULL;
-        if (same(s, h, key, len))
-            return s;
-    }
+    return m->old ? probe(m->old, m->old_cap, h, key, len) : NULL;
 }
 
 void *strmap_get(const struct strmap *m, const char *key, size_t key_len)
