@@ -932,6 +932,63 @@ static void assert_profile_rejected(const char *profile, const char *needle)
     fg_remove_profile(path);
 }
 
+/* README's flag table is copied from --help: every flag's row there must be the help text
+ * word for word (the argument's '|' escaped for Markdown), so the two cannot drift apart.
+ * Runs from the repository root (make test's working directory). */
+START_TEST(test_readme_flag_table_matches_help)
+{
+    FILE *f = fopen("README.md", "r");
+    ck_assert_msg(f != NULL, "README.md not found in the working directory");
+    static char readme[1 << 18];
+    size_t n = fread(readme, 1, sizeof readme - 1, f);
+    fclose(f);
+    readme[n] = '\0';
+    const char *args[] = {"--help", NULL};
+    fg_run_result rr;
+    char err[FG_ERR_LEN];
+    ck_assert_msg(fg_run(args, 5000, &rr, err) == 0, "%s", err);
+    ck_assert_int_eq(rr.exit_status, 0);
+    int flags = 0;
+    for (char *line = rr.out; line && *line;) {
+        char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        if (len > 4 && strncmp(line, "  --", 4) == 0) {
+            /* "  --flag [ARG]   help  [FAKEGATE_FLAG]": the argument is the word after the
+             * flag when it has no lower-case letter (N, PATH, NAME|PATH, ...). */
+            const char *l = line + 2, *gap = l + strcspn(l, " \n");
+            const char *arg = gap + (*gap == ' ');
+            size_t arg_len = strcspn(arg, " \n");
+            bool is_arg = arg_len > 0;
+            for (size_t i = 0; i < arg_len; i++)
+                is_arg = is_arg && !(arg[i] >= 'a' && arg[i] <= 'z');
+            if (is_arg)
+                gap = arg + arg_len;
+            const char *h = gap;
+            while (*h == ' ')
+                h++;
+            ck_assert_msg(h < line + len, "--help line without a help text: %.*s", (int)len,
+                          line);
+            const char *env = strstr(h, "  [FAKEGATE_");
+            const char *hend = env && env < line + len ? env : line + len;
+            char row[1024];
+            size_t k = 0;
+            k += (size_t)snprintf(row + k, sizeof row - k, "| `");
+            for (const char *c = l; c < gap && k + 3 < sizeof row; c++) {
+                if (*c == '|')
+                    row[k++] = '\\';
+                row[k++] = *c;
+            }
+            snprintf(row + k, sizeof row - k, "` | %.*s |", (int)(hend - h), h);
+            ck_assert_msg(strstr(readme, row) != NULL, "README.md lacks the row \"%s\"", row);
+            flags++;
+        }
+        line = end ? end + 1 : NULL;
+    }
+    ck_assert_int_ge(flags, 20); /* every flag of SPEC §1 but the webhook ones */
+    fg_run_result_fini(&rr);
+}
+END_TEST
+
 START_TEST(test_profile_with_unknown_key_exits_2_naming_line_and_column)
 {
     assert_profile_rejected("{\n"
@@ -1111,6 +1168,7 @@ static Suite *api_suite(void)
     tcase_add_test(tc, test_accept_language_en_us_gives_english_message);
 
     tc = add_tcase(su, "cli", 30);
+    tcase_add_test(tc, test_readme_flag_table_matches_help);
     tcase_add_test(tc, test_profile_with_unknown_key_exits_2_naming_line_and_column);
     tcase_add_test(tc, test_profile_with_negative_latency_exits_2_naming_line_and_column);
     tcase_add_test(tc, test_check_profile_accepts_a_valid_profile);
