@@ -11,8 +11,8 @@
 
 struct http_server;
 
-/* Start listening on cfg->host:cfg->port (0 = a free port) with one polling thread (epoll)
- * and the timer thread `s` (already started; borrowed). `trace_salt` makes trace ids differ
+/* Start listening on cfg->host:cfg->port (0 = a free port) with cfg->threads libmicrohttpd
+ * polling threads (epoll) and the timer thread `s` (already started; borrowed). `trace_salt` makes trace ids differ
  * between processes. Returns the server, or NULL with a message in err (e.g. "127.0.0.1:8080:
  * Address already in use"). Thread: main. */
 struct http_server *http_start(const struct config *cfg, struct sched *s, uint64_t trace_salt,
