@@ -83,8 +83,12 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 }
 
 struct payment *ledger_create(struct ledger *l, const char *payment_key, const char *order_id,
-                              int64_t amount, int64_t now_us)
+                              int64_t amount, int64_t now_us, enum ledger_create_result *why)
 {
+    enum ledger_create_result dummy;
+    if (!why)
+        why = &dummy;
+    *why = LEDGER_NO_MEMORY;
     if (grow((void **)&l->all, &l->cap_all, l->n_all + 1, sizeof *l->all) != 0)
         return NULL;
     /* One block: the payment, then its paymentKey and orderId (fewer allocations on the
@@ -102,20 +106,25 @@ struct payment *ledger_create(struct ledger *l, const char *payment_key, const c
     p->balance = amount;
     p->status = PAY_IN_PROGRESS;
     p->requested_at_us = now_us;
-    /* One probe walk per index: strmap_add is the lookup and the insert. */
-    if (strmap_add(&l->by_key, p->payment_key, strlen(p->payment_key), p) != NULL) {
-        payment_free(p); /* the paymentKey exists (or out of memory) */
-        return NULL;
-    }
-    void *holder = strmap_add(&l->by_order, p->order_id, strlen(p->order_id), p);
-    if (holder == p) { /* out of memory */
-        strmap_del(&l->by_key, p->payment_key, strlen(p->payment_key));
+    /* strmap_add is the lookup and the insert in one walk. */
+    void *had = strmap_add(&l->by_key, p->payment_key, kl - 1, p);
+    if (had) {
+        if (had != p)
+            *why = LEDGER_KEY_EXISTS;
         payment_free(p);
         return NULL;
     }
-    p->owns_order = holder == NULL;
+    had = strmap_add(&l->by_order, p->order_id, ol - 1, p);
+    if (had) {
+        if (had != p)
+            *why = LEDGER_ORDER_TAKEN;
+        strmap_del(&l->by_key, p->payment_key, kl - 1);
+        payment_free(p);
+        return NULL;
+    }
     l->next_id++;
     l->all[l->n_all++] = p;
+    *why = LEDGER_CREATED;
     return p;
 }
 

@@ -41,8 +41,6 @@ struct payment {
     uint8_t charges;         /* approvals committed: the invariant is charges <= 1 */
     char *order_name;        /* owned; from a registered session, or NULL (a default is shown) */
     bool registered;         /* created by POST /__admin/sessions */
-    bool owns_order;         /* the by-order index points at this payment (it was the first
-                                to use its orderId) */
     int64_t requested_at_us; /* creation (first confirm's arrival, or the session's) */
     int64_t approved_at_us;  /* commit of the approval; 0 before */
     uint32_t confirm_attempts;
@@ -81,10 +79,17 @@ void ledger_reset(struct ledger *l);
 struct payment *ledger_get(const struct ledger *l, const char *payment_key);
 struct payment *ledger_get_by_order(const struct ledger *l, const char *order_id);
 
-/* Create a payment IN_PROGRESS (copies the strings). The orderId index is set only if no
- * payment holds that orderId yet. Returns NULL if the paymentKey exists or memory ran out. */
+/* What ledger_create did. */
+enum ledger_create_result {
+    LEDGER_CREATED, LEDGER_KEY_EXISTS, LEDGER_ORDER_TAKEN, LEDGER_NO_MEMORY
+};
+
+/* Create a payment IN_PROGRESS (copies the strings), indexed by its paymentKey and its orderId
+ * (one probe walk per index). Returns it, or NULL -- the ledger unchanged -- when the
+ * paymentKey exists, another payment holds the orderId, or memory ran out; *why (if not NULL)
+ * says which. */
 struct payment *ledger_create(struct ledger *l, const char *payment_key, const char *order_id,
-                              int64_t amount, int64_t now_us);
+                              int64_t amount, int64_t now_us, enum ledger_create_result *why);
 
 /* Record an approval: status DONE, approved_at, charges++, a transaction row. Requires status
  * IN_PROGRESS. Returns 0, or -1 on out of memory (the payment is then unchanged). */

@@ -589,8 +589,8 @@ static enum handler_result commit(struct gateway *g, struct request *r);
 static bool confirm_checks(struct gateway *g, struct request *r)
 {
     struct payment *p = payment_of(g, r);
-    struct payment *by_order = p && p->owns_order && strcmp(p->order_id, r->order_id) == 0
-                                   ? p /* the orderId's index entry is p itself */
+    struct payment *by_order = p && strcmp(p->order_id, r->order_id) == 0
+                                   ? p /* a payment always holds its own orderId */
                                    : ledger_get_by_order(&g->ledger, r->order_id);
     if (by_order && by_order != p) {
         business_error(g, r, "DUPLICATED_ORDER_ID", NULL, NULL);
@@ -602,7 +602,8 @@ static bool confirm_checks(struct gateway *g, struct request *r)
             business_error(g, r, "NOT_FOUND_PAYMENT_SESSION", NULL, NULL);
             return false;
         }
-        p = ledger_create(&g->ledger, r->payment_key, r->order_id, r->amount, now_unix_us());
+        p = ledger_create(&g->ledger, r->payment_key, r->order_id, r->amount, now_unix_us(),
+                          NULL);
         if (!p) {
             business_error(g, r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL, NULL);
             return false;
@@ -817,8 +818,9 @@ enum handler_result payments_confirm(struct gateway *g, struct request *r)
     /* Lenient sessions: the payment exists from its first valid confirm (SPEC §2.1). */
     pthread_mutex_lock(&g->lock);
     struct payment *p = payment_of(g, r);
-    if (!p && !g->cfg->strict_sessions && !ledger_get_by_order(&g->ledger, r->order_id) &&
-        (p = ledger_create(&g->ledger, r->payment_key, r->order_id, r->amount, now_unix_us()))) {
+    if (!p && !g->cfg->strict_sessions &&
+        (p = ledger_create(&g->ledger, r->payment_key, r->order_id, r->amount, now_unix_us(),
+                           NULL))) {
         r->payment = p;
         atomic_fetch_add(&g->metrics.payments[PAY_IN_PROGRESS], 1);
     }
@@ -1121,14 +1123,13 @@ enum handler_result payments_register_session(struct gateway *g, struct request 
     }
     const char *code = NULL;
     struct payment *p = NULL;
-    if (ledger_get(&g->ledger, pk))
-        code = "INVALID_REQUEST";
-    else if (ledger_get_by_order(&g->ledger, oid))
-        code = "DUPLICATED_ORDER_ID";
-    else if (!(p = ledger_create(&g->ledger, pk, oid, amount, now_unix_us())))
-        code = "FAILED_INTERNAL_SYSTEM_PROCESSING";
-    else
+    enum ledger_create_result why;
+    if ((p = ledger_create(&g->ledger, pk, oid, amount, now_unix_us(), &why)))
         atomic_fetch_add(&g->metrics.payments[PAY_IN_PROGRESS], 1);
+    else
+        code = why == LEDGER_KEY_EXISTS     ? "INVALID_REQUEST"
+               : why == LEDGER_ORDER_TAKEN ? "DUPLICATED_ORDER_ID"
+                                           : "FAILED_INTERNAL_SYSTEM_PROCESSING";
     size_t len = 0;
     char *body = NULL;
     if (p) {

@@ -14,7 +14,7 @@ START_TEST(test_ledger_create_sets_in_progress_amount_and_balance)
 {
     struct ledger l;
     ledger_init(&l, SALT);
-    struct payment *p = ledger_create(&l, "pk_1", "order-1", 15000, 1700000000000000);
+    struct payment *p = ledger_create(&l, "pk_1", "order-1", 15000, 1700000000000000, NULL);
     ck_assert_ptr_nonnull(p);
     ck_assert_str_eq(p->payment_key, "pk_1");
     ck_assert_str_eq(p->order_id, "order-1");
@@ -41,7 +41,7 @@ START_TEST(test_ledger_create_copies_strings)
     struct ledger l;
     ledger_init(&l, SALT);
     char key[] = "pk_copy", order[] = "order-copy";
-    struct payment *p = ledger_create(&l, key, order, 100, 1);
+    struct payment *p = ledger_create(&l, key, order, 100, 1, NULL);
     ck_assert_ptr_ne(p->payment_key, key);
     ck_assert_ptr_ne(p->order_id, order);
     key[0] = 'X';
@@ -61,7 +61,7 @@ START_TEST(test_ledger_create_ids_increase)
     for (int i = 0; i < 200; i++) {
         snprintf(key, sizeof key, "pk_%d", i);
         snprintf(order, sizeof order, "order-%d", i);
-        struct payment *p = ledger_create(&l, key, order, 1000 + i, 1);
+        struct payment *p = ledger_create(&l, key, order, 1000 + i, 1, NULL);
         ck_assert_ptr_nonnull(p);
         ck_assert_uint_gt(p->id, prev);
         prev = p->id;
@@ -82,9 +82,11 @@ START_TEST(test_ledger_create_duplicate_payment_key_is_null)
 {
     struct ledger l;
     ledger_init(&l, SALT);
-    struct payment *p = ledger_create(&l, "pk_dup", "order-a", 1000, 1);
+    struct payment *p = ledger_create(&l, "pk_dup", "order-a", 1000, 1, NULL);
     ck_assert_ptr_nonnull(p);
-    ck_assert_ptr_null(ledger_create(&l, "pk_dup", "order-b", 2000, 2));
+    enum ledger_create_result why = LEDGER_CREATED;
+    ck_assert_ptr_null(ledger_create(&l, "pk_dup", "order-b", 2000, 2, &why));
+    ck_assert_int_eq(why, LEDGER_KEY_EXISTS);
     ck_assert_uint_eq(l.n_all, 1);
     ck_assert_ptr_eq(ledger_get(&l, "pk_dup"), p);
     ck_assert_int_eq(p->amount, 1000);
@@ -93,19 +95,25 @@ START_TEST(test_ledger_create_duplicate_payment_key_is_null)
 }
 END_TEST
 
-START_TEST(test_ledger_same_order_id_creates_payment_but_order_index_keeps_first)
+/* An orderId belongs to one payment: a second payment with it is refused and leaves no trace
+ * (SPEC: DUPLICATED_ORDER_ID), and the first keeps it. */
+START_TEST(test_ledger_same_order_id_is_refused_and_first_keeps_it)
 {
     struct ledger l;
     ledger_init(&l, SALT);
-    struct payment *a = ledger_create(&l, "pk_a", "order-same", 1000, 1);
-    struct payment *b = ledger_create(&l, "pk_b", "order-same", 2000, 2);
+    enum ledger_create_result why = LEDGER_NO_MEMORY;
+    struct payment *a = ledger_create(&l, "pk_a", "order-same", 1000, 1, &why);
     ck_assert_ptr_nonnull(a);
-    ck_assert_ptr_nonnull(b);
-    ck_assert_ptr_ne(a, b);
-    ck_assert_str_eq(b->order_id, "order-same");
-    ck_assert_ptr_eq(ledger_get(&l, "pk_b"), b);
+    ck_assert_int_eq(why, LEDGER_CREATED);
+    ck_assert_ptr_null(ledger_create(&l, "pk_b", "order-same", 2000, 2, &why));
+    ck_assert_int_eq(why, LEDGER_ORDER_TAKEN);
+    ck_assert_ptr_null(ledger_get(&l, "pk_b")); /* its paymentKey was taken back out */
     ck_assert_ptr_eq(ledger_get_by_order(&l, "order-same"), a);
-    ck_assert_uint_eq(l.n_all, 2);
+    ck_assert_uint_eq(l.n_all, 1);
+    /* pk_b can still be created with a free orderId, and takes the next id */
+    struct payment *b = ledger_create(&l, "pk_b", "order-other", 2000, 2, &why);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(b->id, a->id + 1);
     ledger_fini(&l);
 }
 END_TEST
@@ -116,7 +124,7 @@ START_TEST(test_ledger_get_unknown_is_null)
     ledger_init(&l, SALT);
     ck_assert_ptr_null(ledger_get(&l, "nope"));
     ck_assert_ptr_null(ledger_get_by_order(&l, "nope"));
-    ledger_create(&l, "pk_1", "order-1", 1000, 1);
+    ledger_create(&l, "pk_1", "order-1", 1000, 1, NULL);
     ck_assert_ptr_null(ledger_get(&l, "pk_"));
     ck_assert_ptr_null(ledger_get(&l, "order-1")); /* the two indexes are separate */
     ck_assert_ptr_null(ledger_get_by_order(&l, "pk_1"));
@@ -128,7 +136,7 @@ START_TEST(test_ledger_approve_sets_done_charges_once_and_adds_tx_row)
 {
     struct ledger l;
     ledger_init(&l, SALT);
-    struct payment *p = ledger_create(&l, "pk_1", "order-1", 5000, 100);
+    struct payment *p = ledger_create(&l, "pk_1", "order-1", 5000, 100, NULL);
     ck_assert_int_eq(ledger_approve(&l, p, 1707794277000000), 0);
     ck_assert_int_eq(p->status, PAY_DONE);
     ck_assert_uint_eq(p->charges, 1);
@@ -151,7 +159,7 @@ START_TEST(test_ledger_approve_tx_rows_in_commit_order_with_increasing_seq)
     for (int i = 0; i < 100; i++) {
         snprintf(key, sizeof key, "pk_%d", i);
         snprintf(order, sizeof order, "order-%d", i);
-        ps[i] = ledger_create(&l, key, order, 1000, 1);
+        ps[i] = ledger_create(&l, key, order, 1000, 1, NULL);
     }
     /* Approve in reverse creation order: rows follow commit order, not creation. */
     for (int i = 99; i >= 0; i--)
@@ -172,7 +180,7 @@ START_TEST(test_ledger_note_idem_key_dedups)
 {
     struct ledger l;
     ledger_init(&l, SALT);
-    struct payment *p = ledger_create(&l, "pk_1", "order-1", 1000, 1);
+    struct payment *p = ledger_create(&l, "pk_1", "order-1", 1000, 1, NULL);
     ck_assert_int_eq(ledger_note_idem_key(p, "key-a"), 0);
     ck_assert_int_eq(ledger_note_idem_key(p, "key-b"), 0);
     ck_assert_int_eq(ledger_note_idem_key(p, "key-a"), 0);
@@ -207,7 +215,7 @@ START_TEST(test_ledger_tx_key_is_32_upper_case_hex)
     for (int i = 0; i < 50; i++) {
         snprintf(key, sizeof key, "pk_%d", i);
         snprintf(order, sizeof order, "order-%d", i);
-        struct payment *p = ledger_create(&l, key, order, 1000, 1);
+        struct payment *p = ledger_create(&l, key, order, 1000, 1, NULL);
         for (int32_t idx = -1; idx < 5; idx++) {
             memset(tx, 'z', sizeof tx);
             ledger_tx_key(&l, p, idx, tx);
@@ -222,7 +230,7 @@ START_TEST(test_ledger_tx_key_is_stable_for_same_payment_and_index)
 {
     struct ledger l;
     ledger_init(&l, SALT);
-    struct payment *p = ledger_create(&l, "pk_1", "order-1", 1000, 1);
+    struct payment *p = ledger_create(&l, "pk_1", "order-1", 1000, 1, NULL);
     char a[33], b[33];
     ledger_tx_key(&l, p, -1, a);
     ledger_approve(&l, p, 5); /* state changes do not change the key */
@@ -245,7 +253,7 @@ START_TEST(test_ledger_tx_key_differs_by_index_and_payment)
     for (int i = 0; i < NP; i++) {
         snprintf(key, sizeof key, "pk_%d", i);
         snprintf(order, sizeof order, "order-%d", i);
-        struct payment *p = ledger_create(&l, key, order, 1000, 1);
+        struct payment *p = ledger_create(&l, key, order, 1000, 1, NULL);
         for (int j = 0; j < NI; j++)
             ledger_tx_key(&l, p, (int32_t)j - 1, keys[i * NI + j]);
     }
@@ -262,8 +270,8 @@ START_TEST(test_ledger_tx_key_differs_by_salt)
     struct ledger l1, l2;
     ledger_init(&l1, SALT);
     ledger_init(&l2, SALT + 1);
-    struct payment *p1 = ledger_create(&l1, "pk_1", "order-1", 1000, 1);
-    struct payment *p2 = ledger_create(&l2, "pk_1", "order-1", 1000, 1);
+    struct payment *p1 = ledger_create(&l1, "pk_1", "order-1", 1000, 1, NULL);
+    struct payment *p2 = ledger_create(&l2, "pk_1", "order-1", 1000, 1, NULL);
     ck_assert_uint_eq(p1->id, p2->id);
     char a[33], b[33];
     for (int32_t idx = -1; idx < 4; idx++) {
@@ -280,13 +288,13 @@ START_TEST(test_ledger_reset_empties_but_keeps_salt)
 {
     struct ledger l;
     ledger_init(&l, SALT);
-    struct payment *p = ledger_create(&l, "pk_1", "order-1", 1000, 1);
+    struct payment *p = ledger_create(&l, "pk_1", "order-1", 1000, 1, NULL);
     ledger_note_idem_key(p, "k");
     ledger_approve(&l, p, 2);
     char before[33];
     ledger_tx_key(&l, p, -1, before);
     uint64_t id_before = p->id;
-    ledger_create(&l, "pk_2", "order-2", 2000, 1);
+    ledger_create(&l, "pk_2", "order-2", 2000, 1, NULL);
     ledger_reset(&l);
     ck_assert_uint_eq(l.salt, SALT);
     ck_assert_uint_eq(l.n_all, 0);
@@ -295,7 +303,7 @@ START_TEST(test_ledger_reset_empties_but_keeps_salt)
     ck_assert_ptr_null(ledger_get(&l, "pk_2"));
     ck_assert_ptr_null(ledger_get_by_order(&l, "order-1"));
     /* Usable again, and a paymentKey seen before the reset may be reused. */
-    struct payment *q = ledger_create(&l, "pk_1", "order-1", 3000, 3);
+    struct payment *q = ledger_create(&l, "pk_1", "order-1", 3000, 3, NULL);
     ck_assert_ptr_nonnull(q);
     ck_assert_int_eq(q->status, PAY_IN_PROGRESS);
     ck_assert_int_eq(q->amount, 3000);
@@ -328,7 +336,7 @@ static Suite *ledger_suite(void)
     tcase_add_test(create, test_ledger_create_copies_strings);
     tcase_add_test(create, test_ledger_create_ids_increase);
     tcase_add_test(create, test_ledger_create_duplicate_payment_key_is_null);
-    tcase_add_test(create, test_ledger_same_order_id_creates_payment_but_order_index_keeps_first);
+    tcase_add_test(create, test_ledger_same_order_id_is_refused_and_first_keeps_it);
     tcase_add_test(create, test_ledger_get_unknown_is_null);
     suite_add_tcase(s, create);
 

@@ -74,7 +74,7 @@ static struct payment *approved(struct ledger *l, const char *key, int64_t amoun
 {
     char order[96];
     snprintf(order, sizeof order, "order-%s", key);
-    struct payment *p = ledger_create(l, key, order, amount, (APPROVED_S - 7) * US);
+    struct payment *p = ledger_create(l, key, order, amount, (APPROVED_S - 7) * US, NULL);
     ck_assert_ptr_nonnull(p);
     ck_assert_int_eq(ledger_approve(l, p, APPROVED_S * US + 123456), 0);
     return p;
@@ -159,7 +159,7 @@ START_TEST(test_render_approved_at_is_kst_of_approved_at_us)
     buf_fini(&b);
 
     /* 2024-02-13T20:00:00Z is already the 14th in Korea. */
-    struct payment *q = ledger_create(&l, "pk_time2", "order-time2", 1000, 1707854400 * US);
+    struct payment *q = ledger_create(&l, "pk_time2", "order-time2", 1000, 1707854400 * US, NULL);
     ck_assert_int_eq(ledger_approve(&l, q, 1707854400 * US), 0);
     j = render_now(&b, &l, q);
     ck_assert_str_eq(str_field(j, "approvedAt"), "2024-02-14T05:00:00+09:00");
@@ -238,7 +238,7 @@ START_TEST(test_render_in_progress_has_null_approved_at_card_and_last_tx_key)
 {
     struct ledger l;
     ledger_init(&l, SALT);
-    struct payment *p = ledger_create(&l, "pk_wait", "order-wait", 3000, APPROVED_S * US);
+    struct payment *p = ledger_create(&l, "pk_wait", "order-wait", 3000, APPROVED_S * US, NULL);
     struct buf b;
     json_t *j = render_now(&b, &l, p);
     ck_assert_str_eq(str_field(j, "status"), "IN_PROGRESS");
@@ -298,7 +298,7 @@ START_TEST(test_render_control_chars_in_order_id_and_mid_stay_valid_json)
 {
     struct ledger l;
     ledger_init(&l, SALT);
-    struct payment *p = ledger_create(&l, "pk_ctl", "o\n\t\x01\x1f", 1000, 1);
+    struct payment *p = ledger_create(&l, "pk_ctl", "o\n\t\x01\x1f", 1000, 1, NULL);
     ledger_approve(&l, p, 2);
     struct buf b;
     buf_init(&b);
