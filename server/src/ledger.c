@@ -130,8 +130,10 @@ struct payment *ledger_create(struct ledger *l, const char *payment_key, const c
 
 int ledger_approve(struct ledger *l, struct payment *p, int64_t now_us)
 {
-    if (grow((void **)&l->txs, &l->cap_txs, l->n_txs + 1, sizeof *l->txs) != 0)
+    if (l->n_txs >= UINT32_MAX ||
+        grow((void **)&l->txs, &l->cap_txs, l->n_txs + 1, sizeof *l->txs) != 0)
         return -1;
+    p->approve_tx = (uint32_t)l->n_txs;
     p->status = PAY_DONE;
     p->approved_at_us = now_us;
     p->charges++;
@@ -142,7 +144,8 @@ int ledger_approve(struct ledger *l, struct payment *p, int64_t now_us)
 int ledger_cancel(struct ledger *l, struct payment *p, int64_t amount, const char *reason,
                   int64_t now_us)
 {
-    if (grow((void **)&l->txs, &l->cap_txs, l->n_txs + 1, sizeof *l->txs) != 0)
+    if (l->n_txs >= UINT32_MAX ||
+        grow((void **)&l->txs, &l->cap_txs, l->n_txs + 1, sizeof *l->txs) != 0)
         return -1;
     struct payment_cancel *nc = realloc(p->cancels, (p->n_cancels + 1) * sizeof *nc);
     if (!nc)
@@ -152,7 +155,7 @@ int ledger_cancel(struct ledger *l, struct payment *p, int64_t amount, const cha
     if (!r)
         return -1;
     p->balance -= amount;
-    nc[p->n_cancels] = (struct payment_cancel){amount, p->balance, now_us, r};
+    nc[p->n_cancels] = (struct payment_cancel){amount, p->balance, now_us, r, (uint32_t)l->n_txs};
     l->txs[l->n_txs++] = (struct ledger_tx){p, (int32_t)p->n_cancels, l->next_seq++};
     p->n_cancels++;
     p->status = p->balance == 0 ? PAY_CANCELED : PAY_PARTIAL_CANCELED;
@@ -166,15 +169,37 @@ bool ledger_expire_if_stale(struct payment *p, int64_t now_us, int64_t ttl_us)
     return p->status == PAY_EXPIRED;
 }
 
+/* ledger_tx_key packs (payment id, cancel index) into one word this way. */
+#define TX_INDEX_RADIX 1000003u
+
 long ledger_find_tx(const struct ledger *l, const char *tx_key)
 {
-    char k[33];
-    for (size_t i = 0; i < l->n_txs; i++) {
-        ledger_tx_key(l, l->txs[i].payment, l->txs[i].cancel_index, k);
-        if (strcmp(k, tx_key) == 0)
-            return (long)i;
+    /* The first 16 characters are the first splitmix64 output, low nibble first. */
+    uint64_t w0 = 0;
+    for (int i = 0; i < 16; i++) {
+        const char *d = strchr("0123456789ABCDEF", tx_key[i]);
+        if (!tx_key[i] || !d)
+            return -1;
+        w0 |= (uint64_t)(d - "0123456789ABCDEF") << (i * 4);
     }
-    return -1;
+    uint64_t packed = unmix64((unmix64(w0) - SPLITMIX64_GAMMA) ^ l->salt);
+    uint64_t id = packed / TX_INDEX_RADIX;
+    int64_t cancel_index = (int64_t)(packed % TX_INDEX_RADIX) - 1;
+    if (l->n_all == 0 || id < l->all[0]->id || id - l->all[0]->id >= l->n_all)
+        return -1;
+    const struct payment *p = l->all[id - l->all[0]->id];
+    uint32_t row;
+    if (cancel_index < 0 && p->charges > 0)
+        row = p->approve_tx;
+    else if (cancel_index >= 0 && (uint64_t)cancel_index < p->n_cancels)
+        row = p->cancels[cancel_index].tx;
+    else
+        return -1;
+    /* Any 16 characters decode to some (id, index): only the whole key, derived again, says it
+     * is this row's. */
+    char k[33];
+    ledger_tx_key(l, p, (int32_t)cancel_index, k);
+    return strcmp(k, tx_key) == 0 ? (long)row : -1;
 }
 
 int ledger_note_idem_key(struct payment *p, const char *idem_key)
@@ -196,8 +221,8 @@ void ledger_tx_key(const struct ledger *l, const struct payment *p, int32_t canc
                    char out[33])
 {
     static const char hex[] = "0123456789ABCDEF";
-    uint64_t st = l->salt ^ mix64(p->id * 1000003u + (uint64_t)(int64_t)(cancel_index + 1));
-    uint64_t w[2] = {splitmix64(&st), splitmix64(&st)};
+    uint64_t st = l->salt ^ mix64(p->id * TX_INDEX_RADIX + (uint64_t)(int64_t)(cancel_index + 1));
+    uint64_t w[2] = {splitmix64(&st), splitmix64(&st)}; /* ledger_find_tx undoes this */
     for (int i = 0; i < 32; i++)
         out[i] = hex[(w[i / 16] >> ((i % 16) * 4)) & 15];
     out[32] = '\0';

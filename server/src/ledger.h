@@ -28,6 +28,7 @@ struct payment_cancel {
     int64_t balance_after;   /* the balance after this cancel (its refundableAmount) */
     int64_t canceled_at_us;  /* commit time, µs since the Unix epoch */
     char *reason;            /* owned */
+    uint32_t tx;             /* its row in ledger.txs */
 };
 
 struct payment {
@@ -47,6 +48,7 @@ struct payment {
     uint32_t n_cancels;
     struct payment_cancel *cancels; /* owned, n_cancels entries in commit order */
     uint32_t n_idem_keys;
+    uint32_t approve_tx;     /* the approval's row in ledger.txs, once charges > 0 */
     char **idem_keys;        /* owned: distinct Idempotency-Keys seen on this payment's confirms */
 };
 
@@ -60,9 +62,9 @@ struct ledger_tx {
 struct ledger {
     struct strmap by_key;    /* payment_key -> payment */
     struct strmap by_order;  /* order_id -> payment (first payment to use the orderId) */
-    struct payment **all;    /* creation order */
+    struct payment **all;    /* creation order; ids consecutive from all[0]->id */
     size_t n_all, cap_all;
-    struct ledger_tx *txs;   /* commit order */
+    struct ledger_tx *txs;   /* commit order; at most UINT32_MAX rows */
     size_t n_txs, cap_txs;
     uint64_t next_id, next_seq;
     uint64_t salt;           /* per-instance: makes derived keys unique across runs */
@@ -105,7 +107,9 @@ int ledger_cancel(struct ledger *l, struct payment *p, int64_t amount, const cha
  * §2.1 sessions). Returns true if it is EXPIRED now (whether by this call or before). */
 bool ledger_expire_if_stale(struct payment *p, int64_t now_us, int64_t ttl_us);
 
-/* Index in l->txs of the transaction whose key is `tx_key`, or -1. O(rows). */
+/* Index in l->txs of the transaction whose key is `tx_key` (NUL-terminated), or -1 when no row
+ * has that key (keys of rows dropped by a reset included). O(1): the key's derivation is undone
+ * to find the payment and the index, then checked by deriving the key again. */
 long ledger_find_tx(const struct ledger *l, const char *tx_key);
 
 /* Remember that `idem_key` was used on a confirm of `p` (deduplicated). 0 or -1 (OOM). */

@@ -24,9 +24,20 @@ uint64_t mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
+/* Each step of mix64 undone in reverse order: x ^= x >> s is undone by xoring in x >> s and
+ * x >> 2s (enough while 3s >= 64), a multiplication by the constant's inverse mod 2^64. */
+uint64_t unmix64(uint64_t x)
+{
+    x ^= x >> 31 ^ x >> 62;
+    x *= UINT64_C(0x319642b2d24d8ec3); /* 0x94d049bb133111eb^-1 mod 2^64 */
+    x ^= x >> 27 ^ x >> 54;
+    x *= UINT64_C(0x96de1b173f119089); /* 0xbf58476d1ce4e5b9^-1 mod 2^64 */
+    return x ^ x >> 30 ^ x >> 60;
+}
+
 uint64_t splitmix64(uint64_t *state)
 {
-    *state += UINT64_C(0x9e3779b97f4a7c15);
+    *state += SPLITMIX64_GAMMA;
     return mix64(*state);
 }
 

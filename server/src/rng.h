@@ -12,11 +12,17 @@ struct rng {
     uint64_t s[4];
 };
 
-/* One step of splitmix64: advances *state and returns the next output. Thread: any. */
+/* splitmix64's increment (the golden ratio in 64 bits). */
+#define SPLITMIX64_GAMMA UINT64_C(0x9e3779b97f4a7c15)
+
+/* One step of splitmix64: adds SPLITMIX64_GAMMA to *state and returns mix64 of it. Thread: any. */
 uint64_t splitmix64(uint64_t *state);
 
 /* Bijective 64-bit mixer (splitmix64's finaliser): distinct inputs give distinct outputs. */
 uint64_t mix64(uint64_t x);
+
+/* The inverse of mix64: unmix64(mix64(x)) == x for every x. */
+uint64_t unmix64(uint64_t x);
 
 /* 64-bit hash of `len` bytes of `data` with `seed` (not cryptographic; stable across runs and
  * platforms of the same endianness). */

@@ -1,5 +1,5 @@
 /* check_ledger.c -- unit tests for ledger.c: payment creation and indexes, approval and its
- * transaction row, Idempotency-Key notes, derived transaction keys and reset. Pure: every time
+ * transaction row, Idempotency-Key notes, derived transaction keys and finding a row by its key, and reset. Pure: every time
  * is a parameter. */
 #include <check.h>
 #include <stdio.h>
@@ -317,6 +317,99 @@ START_TEST(test_ledger_reset_empties_but_keeps_salt)
 }
 END_TEST
 
+/* Payments interleaved with cancels, some left unapproved: every row's key finds that row. */
+START_TEST(test_ledger_find_tx_finds_every_row_by_its_key)
+{
+    struct ledger l;
+    ledger_init(&l, SALT);
+    ledger_create(&l, "pk_unapproved_0", "order-u0", 1000, 1, NULL);
+    for (int i = 0; i < 300; i++) {
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_%d", i);
+        snprintf(oid, sizeof oid, "order-%d", i);
+        struct payment *p = ledger_create(&l, pk, oid, 10000, 1, NULL);
+        ck_assert_ptr_nonnull(p);
+        if (i % 7 == 3)
+            continue; /* never approved */
+        ck_assert_int_eq(ledger_approve(&l, p, 2), 0);
+        for (int c = 0; c < i % 4; c++)
+            ck_assert_int_eq(ledger_cancel(&l, p, 100, "r", 3), 0);
+        if (i % 5 == 0 && i > 1) { /* a later cancel of an earlier payment */
+            struct payment *e = ledger_get(&l, "pk_1");
+            ck_assert_int_eq(ledger_cancel(&l, e, 1, "late", 4), 0);
+        }
+    }
+    ck_assert_uint_gt(l.n_txs, 500);
+    for (size_t i = 0; i < l.n_txs; i++) {
+        char k[33];
+        ledger_tx_key(&l, l.txs[i].payment, l.txs[i].cancel_index, k);
+        ck_assert_int_eq(ledger_find_tx(&l, k), (long)i);
+    }
+    ledger_fini(&l);
+}
+END_TEST
+
+START_TEST(test_ledger_find_tx_refuses_keys_of_no_row)
+{
+    struct ledger l;
+    ledger_init(&l, SALT);
+    struct payment *p = ledger_create(&l, "pk_1", "order-1", 1000, 1, NULL);
+    struct payment *q = ledger_create(&l, "pk_2", "order-2", 1000, 1, NULL);
+    ledger_approve(&l, p, 2);
+    ledger_cancel(&l, p, 10, "r", 3);
+    char k[33];
+    ledger_tx_key(&l, p, 0, k);
+    ck_assert_int_eq(ledger_find_tx(&l, k), 1);
+    /* Well-formed keys of rows that do not exist: an unapproved payment's approval, a cancel
+     * not made yet. */
+    ledger_tx_key(&l, q, -1, k);
+    ck_assert_int_eq(ledger_find_tx(&l, k), -1);
+    ledger_tx_key(&l, p, 1, k);
+    ck_assert_int_eq(ledger_find_tx(&l, k), -1);
+    /* A real key altered: in its first half (decodes to another id), in its second half (the
+     * first half still decodes to the row), lower-cased, cut short, made longer; garbage. */
+    char good[33], bad[40];
+    ledger_tx_key(&l, p, -1, good);
+    ck_assert_int_eq(ledger_find_tx(&l, good), 0);
+    for (int pos = 0; pos < 32; pos += 5) {
+        memcpy(bad, good, 33);
+        bad[pos] = bad[pos] == '0' ? '1' : '0';
+        ck_assert_msg(ledger_find_tx(&l, bad) == -1, "changed at %d: %s", pos, bad);
+    }
+    for (int i = 0; i < 33; i++)
+        bad[i] = (char)(good[i] >= 'A' && good[i] <= 'F' ? good[i] + 32 : good[i]);
+    if (strcmp(bad, good) != 0)
+        ck_assert_int_eq(ledger_find_tx(&l, bad), -1);
+    memcpy(bad, good, 33);
+    bad[31] = '\0';
+    ck_assert_int_eq(ledger_find_tx(&l, bad), -1);
+    memcpy(bad, good, 32);
+    memcpy(bad + 32, "0", 2);
+    ck_assert_int_eq(ledger_find_tx(&l, bad), -1);
+    ck_assert_int_eq(ledger_find_tx(&l, ""), -1);
+    ck_assert_int_eq(ledger_find_tx(&l, "ZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZ"), -1);
+    ck_assert_int_eq(ledger_find_tx(&l, "00000000000000000000000000000000"), -1);
+    /* Another ledger's key (another salt) is not this ledger's. */
+    struct ledger other;
+    ledger_init(&other, SALT + 1);
+    struct payment *o = ledger_create(&other, "pk_1", "order-1", 1000, 1, NULL);
+    ledger_approve(&other, o, 2);
+    ledger_tx_key(&other, o, -1, k);
+    ck_assert_int_eq(ledger_find_tx(&other, k), 0);
+    ck_assert_int_eq(ledger_find_tx(&l, k), -1);
+    ledger_fini(&other);
+    /* After a reset, no old key finds anything, and new rows are found from index 0. */
+    ledger_reset(&l);
+    ck_assert_int_eq(ledger_find_tx(&l, good), -1);
+    struct payment *r = ledger_create(&l, "pk_1", "order-1", 1000, 1, NULL);
+    ledger_approve(&l, r, 2);
+    ck_assert_int_eq(ledger_find_tx(&l, good), -1);
+    ledger_tx_key(&l, r, -1, k);
+    ck_assert_int_eq(ledger_find_tx(&l, k), 0);
+    ledger_fini(&l);
+}
+END_TEST
+
 START_TEST(test_pay_status_name_spells_every_status)
 {
     ck_assert_str_eq(pay_status_name(PAY_IN_PROGRESS), "IN_PROGRESS");
@@ -351,6 +444,8 @@ static Suite *ledger_suite(void)
     tcase_add_test(keys, test_ledger_tx_key_is_stable_for_same_payment_and_index);
     tcase_add_test(keys, test_ledger_tx_key_differs_by_index_and_payment);
     tcase_add_test(keys, test_ledger_tx_key_differs_by_salt);
+    tcase_add_test(keys, test_ledger_find_tx_finds_every_row_by_its_key);
+    tcase_add_test(keys, test_ledger_find_tx_refuses_keys_of_no_row);
     suite_add_tcase(s, keys);
 
     TCase *misc = tcase_create("misc");

@@ -67,6 +67,19 @@ START_TEST(test_mix64_is_splitmix_finaliser)
 }
 END_TEST
 
+START_TEST(test_unmix64_inverts_mix64)
+{
+    uint64_t st = 42;
+    for (int i = 0; i < 100000; i++) {
+        uint64_t x = splitmix64(&st) >> (i % 64); /* small values too */
+        ck_assert_uint_eq(unmix64(mix64(x)), x);
+        ck_assert_uint_eq(mix64(unmix64(x)), x);
+    }
+    ck_assert_uint_eq(unmix64(UINT64_C(0xe220a8397b1dcdaf)), SPLITMIX64_GAMMA);
+    ck_assert_uint_eq(mix64(unmix64(UINT64_MAX)), UINT64_MAX);
+}
+END_TEST
+
 START_TEST(test_xoshiro_seeded_zero_gives_reference_outputs)
 {
     /* xoshiro256** with s[] filled by splitmix64 from 0 (reference C implementation). */
@@ -309,6 +322,7 @@ static Suite *rng_suite(void)
     TCase *gen = tcase_create("generator");
     tcase_add_test(gen, test_splitmix64_from_zero_gives_reference_outputs);
     tcase_add_test(gen, test_mix64_is_splitmix_finaliser);
+    tcase_add_test(gen, test_unmix64_inverts_mix64);
     tcase_add_test(gen, test_xoshiro_seeded_zero_gives_reference_outputs);
     tcase_add_test(gen, test_xoshiro_same_seed_same_sequence_other_seed_differs);
     tcase_add_test(gen, test_hash64_is_stable_and_depends_on_data_and_seed);
