@@ -906,7 +906,20 @@ START_TEST(test_transactions_bad_cursor_and_limits)
                       cursors[i], r.status, r.body);
         fg_response_fini(&r);
     }
-    const char *limits[] = {"0", "5001", "abc", "1.5", "-1", "", "1e3", "99999999999999999999"};
+    /* A real row's key with a percent-encoded NUL after it is not that key. */
+    const char *tails[] = {"%00", "%00JUNK"};
+    for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
+        snprintf(q, sizeof q, "startDate=%s&endDate=%s&startingAfter=%s%s", from, to, w[1].key,
+                 tails[i]);
+        transactions(s, q, &r);
+        ck_assert_msg(r.status == 400 && fg_error_code(&r) != NULL &&
+                          strcmp(fg_error_code(&r), "INVALID_TRANSACTION_KEY") == 0,
+                      "[startingAfter=%s%s] want 400 INVALID_TRANSACTION_KEY, got %ld %.300s",
+                      w[1].key, tails[i], r.status, r.body);
+        fg_response_fini(&r);
+    }
+    const char *limits[] = {"0", "5001", "abc", "1.5", "-1", "", "1e3", "99999999999999999999",
+                            "1%00"};
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
         snprintf(q, sizeof q, "startDate=%s&endDate=%s&limit=%s", from, to, limits[i]);
         transactions(s, q, &r);

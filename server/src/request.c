@@ -129,7 +129,7 @@ char *request_query(const struct request *r, const char *name)
             size_t o = 0;
             for (size_t i = nl + 1; i < len; i++) {
                 if (q[i] == '%' && i + 2 < len && hexval(q[i + 1]) >= 0 &&
-                    hexval(q[i + 2]) >= 0) {
+                    hexval(q[i + 2]) >= 0 && (q[i + 1] != '0' || q[i + 2] != '0')) {
                     out[o++] = (char)(hexval(q[i + 1]) * 16 + hexval(q[i + 2]));
                     i += 2;
                 } else {

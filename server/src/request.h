@@ -159,7 +159,9 @@ void request_free(struct request *r);
 void request_error(struct request *r, const char *code, const char *message);
 
 /* The percent-decoded value of query parameter `name` ('+' is a space), or NULL if absent or
- * out of memory. Caller frees. */
+ * out of memory. Caller frees. "%00" stays as it is: a C string cannot hold the NUL, and
+ * decoding it would cut the value short (startingAfter=KEY%00JUNK would find KEY's row); left
+ * encoded, a value with it matches no key, date or number. */
 char *request_query(const struct request *r, const char *name);
 
 /* Set resp to an injected rejection (throttle, cap, error fault): `status`, and a body of kind
