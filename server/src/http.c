@@ -35,7 +35,10 @@
  * holds the read buffer the header block is parsed in, then the response headers. Measured
  * here: 10 KiB is the smallest size at which every block up to HEADER_BLOCK_MAX is answered by
  * fakegate (200, or its JSON 431 just above the cap) and never by libmicrohttpd's own 431 page;
- * 10 000 held connections then take ~3x less memory than with the default. */
+ * 10 000 held connections then take ~3x less memory than with the default. Above the cap,
+ * libmicrohttpd 0.9.75 answers some sizes with nothing (README "Limits": a ~250-byte band is
+ * closed without a byte, and up to 10 325 bytes no answer until the idle timeout); a larger
+ * pool only moves those bands up, it does not remove them. */
 #define CONNECTION_POOL_BYTES 10240
 
 /* Transport state of a request, beside the handler's r->phase. */
