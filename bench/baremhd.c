@@ -6,13 +6,13 @@
  * (internal polling threads, epoll, suspend/resume), N worker threads (default 2, fakegate's
  * default), a 10 KiB connection pool, a connection limit from RLIMIT_NOFILE, a listen backlog of
  * 4096. Every request's body is read (and thrown away unless --parse-json); the answer is 200
- * with FILE's bytes (a real fakegate confirm body) and Content-Type: application/json. With --hold-ms, each request
- * is suspended and a timer thread resumes it MS milliseconds after it was read (a FIFO queue
- * is enough: every hold is the same length), as fakegate's scheduler does. With --parse-json,
- * each request's body is kept (up to 4 KiB) and parsed with jansson (json_loadb, json_decref),
- * as fakegate must parse a confirm: libmicrohttpd plus the one piece of JSON work fakegate
- * cannot drop. No ledger, no idempotency, no journal, no rendering: what fakegate adds on top
- * is the difference in the same run.
+ * with FILE's bytes (a real fakegate confirm body) and Content-Type: application/json. With
+ * --hold-ms, each request is suspended and a timer thread resumes it MS milliseconds after it
+ * was read (a FIFO queue is enough: every hold is the same length), as fakegate's scheduler
+ * does. With --parse-json, each request's body is kept (up to 4 KiB) and parsed with jansson
+ * (json_loadb, json_decref), as fakegate must parse a confirm: libmicrohttpd plus the one piece
+ * of JSON work fakegate cannot drop. No ledger, no idempotency, no journal, no rendering: what
+ * fakegate adds on top is the difference in the same run.
  * Runs until SIGTERM or SIGINT; exits 1 when it cannot start.
  */
 #define _GNU_SOURCE
@@ -209,7 +209,8 @@ int main(int argc, char **argv)
         i++;
     }
     if (port == 0 || port > 65535 || !body_path || threads < 1) {
-        fprintf(stderr, "usage: baremhd --port PORT --body FILE [--hold-ms MS] [--threads N] [--parse-json]\n");
+        fprintf(stderr, "usage: baremhd --port PORT --body FILE [--hold-ms MS] [--threads N]"
+                        " [--parse-json]\n");
         return 1;
     }
     body = read_file(body_path, &body_len);

@@ -1,6 +1,6 @@
 /* check_ledger.c -- unit tests for ledger.c: payment creation and indexes, approval and its
- * transaction row, Idempotency-Key notes, derived transaction keys and finding a row by its key, and reset. Pure: every time
- * is a parameter. */
+ * transaction row, Idempotency-Key notes, derived transaction keys and finding a row by its
+ * key, and reset. Pure: every time is a parameter. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
