@@ -85,28 +85,12 @@ int override_fault_parse(const char *header, struct profile **out, char err[ERR_
     }
     if (!json_object_get(fault, "p"))
         json_object_set_new(fault, "p", json_integer(1));
-    json_t *prof = json_pack("{s:s,s:{s:{s:[O]}}}", "name", "x-fakegate-fault", "routes",
-                             "default", "faults", fault);
-    char *text = json_dumps(prof, JSON_COMPACT);
-    json_decref(prof);
-    char perr[ERR_LEN];
-    int rc = text ? profile_parse(text, strlen(text), "h", NULL, NULL, out, perr) : -1;
+    char *text = json_dumps(fault, JSON_COMPACT);
+    char perr[ERR_LEN] = "out of memory";
+    int rc = text ? profile_parse_fault(text, strlen(text), out, perr) : -1;
     free(text);
     if (rc != 0) {
-        /* "h:1:C: routes.default.faults[0].how: ..." → "how: ...": neither the position nor
-         * the path belongs to the header the client wrote. */
-        const char *m = perr;
-        for (int colons = 0; *m && colons < 3; m++)
-            colons += *m == ':';
-        while (*m == ' ')
-            m++;
-        const char *f = strstr(m, "faults[0]");
-        if (f) {
-            m = f + 9; /* ".how: ..." or ": missing ..." (the fault object itself) */
-            while (*m == '.' || *m == ':' || *m == ' ')
-                m++;
-        }
-        snprintf(err, ERR_LEN, "X-Fakegate-Fault: %.400s", m);
+        snprintf(err, ERR_LEN, "X-Fakegate-Fault: %.400s", perr);
         goto fail;
     }
     json_decref(fault);

@@ -230,7 +230,8 @@ static void offset_to_line_col(const char *s, size_t len, size_t off, size_t *li
 struct ctx {
     const char *text;
     size_t len;
-    const char *origin;
+    const char *origin;       /* NULL: messages carry no position (profile_parse_fault) */
+    size_t path_skip;         /* leading path elements left out of messages */
     char *err;
     struct path_elem path[MAX_PATH];
     size_t depth;
@@ -260,15 +261,16 @@ static void pop(struct ctx *c)
     c->depth--;
 }
 
-/* "routes.confirm.latency.of[1].ms" */
+/* "routes.confirm.latency.of[1].ms", from element c->path_skip on */
 static void path_str(const struct ctx *c, char *buf, size_t size)
 {
     size_t used = 0, n = c->depth < MAX_PATH ? c->depth : MAX_PATH;
     buf[0] = '\0';
-    for (size_t i = 0; i < n && used < size; i++) {
+    for (size_t i = c->path_skip; i < n && used < size; i++) {
         int w;
         if (c->path[i].key != NULL)
-            w = snprintf(buf + used, size - used, "%s%s", i > 0 ? "." : "", c->path[i].key);
+            w = snprintf(buf + used, size - used, "%s%s", i > c->path_skip ? "." : "",
+                         c->path[i].key);
         else
             w = snprintf(buf + used, size - used, "[%zu]", c->path[i].index);
         if (w < 0)
@@ -277,20 +279,25 @@ static void path_str(const struct ctx *c, char *buf, size_t size)
     }
 }
 
-/* Writes "origin:line:column: [path: ]message" for the current path and returns -1. */
+/* Writes "origin:line:column: [path: ]message" for the current path and returns -1; without
+ * an origin, "[path: ]message". */
 __attribute__((format(printf, 4, 5)))
 static int fail(struct ctx *c, enum where where, bool with_path, const char *fmt, ...)
 {
-    size_t depth = c->depth < MAX_PATH ? c->depth : MAX_PATH;
-    size_t off = find_offset(c->text, c->len, c->path, depth, where == AT_KEY);
-    size_t line, col;
-    offset_to_line_col(c->text, c->len, off, &line, &col);
-    int w = snprintf(c->err, ERR_LEN, "%s:%zu:%zu: ", c->origin, line, col);
-    size_t used = w < 0 ? 0 : (size_t)w;
-    if (with_path && c->depth > 0 && used < ERR_LEN) {
+    size_t used = 0;
+    c->err[0] = '\0';
+    if (c->origin) {
+        size_t depth = c->depth < MAX_PATH ? c->depth : MAX_PATH;
+        size_t off = find_offset(c->text, c->len, c->path, depth, where == AT_KEY);
+        size_t line, col;
+        offset_to_line_col(c->text, c->len, off, &line, &col);
+        int w = snprintf(c->err, ERR_LEN, "%s:%zu:%zu: ", c->origin, line, col);
+        used = w < 0 ? 0 : (size_t)w;
+    }
+    if (with_path && c->depth > c->path_skip && used < ERR_LEN) {
         char p[160];
         path_str(c, p, sizeof(p));
-        w = snprintf(c->err + used, ERR_LEN - used, "%s: ", p);
+        int w = snprintf(c->err + used, ERR_LEN - used, "%s: ", p);
         used += w < 0 ? 0 : (size_t)w;
     }
     if (used < ERR_LEN) {
@@ -1378,6 +1385,29 @@ static void parse_error(const char *text, size_t len, const char *origin, const 
 
 /* ---- Entry points ---------------------------------------------------------------------------- */
 
+/* Validate `root` (consumed) with `c` into *out. 0, or -1 with the message in c->err. */
+static int parse_root(struct ctx *c, json_t *root, struct profile **out)
+{
+    struct profile *p = calloc(1, sizeof(*p));
+    if (p == NULL) {
+        json_decref(root);
+        snprintf(c->err, ERR_LEN, "%s: out of memory", c->origin ? c->origin : "profile");
+        return -1;
+    }
+    parse_depth++;
+    int rc = parse_top(c, root, p, false);
+    parse_depth--;
+    if (rc == 0)
+        p->source = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
+    json_decref(root);
+    if (rc != 0) {
+        profile_free(p);
+        return -1;
+    }
+    *out = p;
+    return 0;
+}
+
 int profile_parse(const char *text, size_t len, const char *origin, profile_resolver resolve,
                   void *resolve_ctx, struct profile **out, char err[ERR_LEN])
 {
@@ -1394,32 +1424,35 @@ int profile_parse(const char *text, size_t len, const char *origin, profile_reso
         parse_error(text, len, origin, &je, err);
         return -1;
     }
-    struct profile *p = calloc(1, sizeof(*p));
-    if (p == NULL) {
-        json_decref(root);
-        snprintf(err, ERR_LEN, "%s: out of memory", origin);
-        return -1;
-    }
     struct ctx c = {.text = text,
                     .len = len,
                     .origin = origin,
                     .err = err,
-                    .depth = 0,
                     .resolve = resolve,
                     .resolve_ctx = resolve_ctx,
                     .loading_phase = parse_depth > 0};
-    parse_depth++;
-    int rc = parse_top(&c, root, p, false);
-    parse_depth--;
-    if (rc == 0)
-        p->source = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
-    json_decref(root);
-    if (rc != 0) {
-        profile_free(p);
+    return parse_root(&c, root, out);
+}
+
+int profile_parse_fault(const char *fault_json, size_t len, struct profile **out,
+                        char err[ERR_LEN])
+{
+    *out = NULL;
+    json_error_t je;
+    json_t *fault = json_loadb(fault_json, len, JSON_REJECT_DUPLICATES, &je);
+    if (fault == NULL) {
+        snprintf(err, ERR_LEN, "invalid JSON: %s", je.text);
         return -1;
     }
-    *out = p;
-    return 0;
+    /* The fault as the only one of the default route; messages name fields from inside it. */
+    json_t *root = json_pack("{s:s,s:{s:{s:[o]}}}", "name", "x-fakegate-fault", "routes",
+                             "default", "faults", fault);
+    if (root == NULL) {
+        snprintf(err, ERR_LEN, "out of memory");
+        return -1;
+    }
+    struct ctx c = {.origin = NULL, .path_skip = 4, .err = err}; /* routes.default.faults[0] */
+    return parse_root(&c, root, out);
 }
 
 int profile_load_file(const char *path, profile_resolver resolve, void *resolve_ctx,

@@ -136,6 +136,15 @@ typedef int (*profile_resolver)(const char *name, struct profile **out, char err
 int profile_parse(const char *text, size_t len, const char *origin, profile_resolver resolve,
                   void *resolve_ctx, struct profile **out, char err[ERR_LEN]);
 
+/* Parse one fault object as a profile's faults list holds it (`fault_json`, `len` bytes), into
+ * a profile whose default route has that fault only and no other setting: the
+ * X-Fakegate-Fault header (SPEC §5) is validated by the same rules as a profile. Returns 0 and
+ * sets *out (caller owns it), or -1 with *out NULL and a message in err that names fields from
+ * inside the fault and carries no position ("how: expected ...", "missing \"code\""): the
+ * client wrote a header, not this JSON. Thread: any. */
+int profile_parse_fault(const char *fault_json, size_t len, struct profile **out,
+                        char err[ERR_LEN]);
+
 /* Read `path` and profile_parse it with `path` as origin. Same returns; a file that cannot be
  * read gives "path: strerror". */
 int profile_load_file(const char *path, profile_resolver resolve, void *resolve_ctx,

@@ -165,6 +165,50 @@ START_TEST(test_profile_escaped_keys_are_matched_and_located)
 }
 END_TEST
 
+/* The X-Fakegate-Fault path: one fault object, the same rules, messages from inside the fault
+ * without a position; the same fault inside a profile file keeps its position and full path. */
+START_TEST(test_profile_parse_fault_is_one_default_fault_with_positionless_messages)
+{
+    struct profile *p = NULL;
+    char err[ERR_LEN] = "";
+    const char ok[] = "{\"kind\":\"drop_response\",\"how\":\"reset\",\"p\":0.5}";
+    ck_assert_int_eq(profile_parse_fault(ok, strlen(ok), &p, err), 0);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(p->routes[ROUTE_DEFAULT].n_faults, 1);
+    ck_assert_int_eq(p->routes[ROUTE_DEFAULT].faults[0].kind, FAULT_DROP_RESPONSE);
+    ck_assert_int_eq(p->routes[ROUTE_DEFAULT].faults[0].how, HOW_RESET);
+    ck_assert_double_eq(p->routes[ROUTE_DEFAULT].faults[0].p, 0.5);
+    ck_assert(!p->routes[ROUTE_CONFIRM].present);
+    profile_free(p);
+
+    static const struct {
+        const char *json, *want;
+    } bad[] = {
+        {"{\"kind\":\"drop_response\",\"how\":\"sideways\",\"p\":1}",
+         "how: expected \"close\", \"reset\", \"hang\" or \"truncate\""},
+        {"{\"kind\":\"error\",\"p\":1}", "missing \"code\""},
+        {"{\"kind\":\"error\",\"code\":\"PROVIDER_ERROR\",\"attempts\":[1,0],\"p\":1}",
+         "attempts[1]: expected a positive integer (an attempt number)"},
+        {"{\"kind\":\"error\",\"code\":\"PROVIDER_ERROR\",\"p\":1,\"frob\":1}",
+         "unknown key \"frob\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        p = (struct profile *)1;
+        ck_assert_int_eq(profile_parse_fault(bad[i].json, strlen(bad[i].json), &p, err), -1);
+        ck_assert_ptr_null(p);
+        ck_assert_str_eq(err, bad[i].want);
+    }
+    ck_assert_int_eq(profile_parse_fault("{\"kind\":", 9, &p, err), -1);
+    ck_assert_ptr_null(p);
+    ck_assert_msg(strncmp(err, "invalid JSON: ", 14) == 0, "%s", err);
+
+    parse_fails_with("{\"name\": \"x\", \"routes\": {\"default\": {\"faults\": [\n"
+                     "  {\"kind\": \"drop_response\", \"how\": \"sideways\", \"p\": 1}]}}}",
+                     "t.json:2:36: routes.default.faults[0].how: expected \"close\", \"reset\", "
+                     "\"hang\" or \"truncate\"");
+}
+END_TEST
+
 START_TEST(test_profile_typo_key_reports_line_and_column)
 {
     parse_fails_with("{\n"
@@ -1235,6 +1279,7 @@ static Suite *profile_suite(void)
     TCase *bad = tcase_create("rejections");
     tcase_add_test(bad, test_profile_escaped_keys_are_matched_and_located);
     tcase_add_test(bad, test_profile_typo_key_reports_line_and_column);
+    tcase_add_test(bad, test_profile_parse_fault_is_one_default_fault_with_positionless_messages);
     tcase_add_test(bad, test_profile_unknown_key_far_from_any_gets_no_suggestion);
     tcase_add_test(bad, test_profile_unknown_route_reports_key_position);
     tcase_add_test(bad, test_profile_negative_latency_reports_value_position);
