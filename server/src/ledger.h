@@ -94,12 +94,12 @@ struct payment *ledger_create(struct ledger *l, const char *payment_key, const c
                               int64_t amount, int64_t now_us, enum ledger_create_result *why);
 
 /* Record an approval: status DONE, approved_at, charges++, a transaction row. Requires status
- * IN_PROGRESS. Returns 0, or -1 on out of memory (the payment is then unchanged). */
+ * IN_PROGRESS. Returns 0, or -1 on out of memory or with UINT32_MAX rows (payment unchanged). */
 int ledger_approve(struct ledger *l, struct payment *p, int64_t now_us);
 
 /* Record a cancel of `amount` (1 <= amount <= balance; the caller has checked the rules of
  * SPEC §7): balance drops, status becomes CANCELED at 0 else PARTIAL_CANCELED, a transaction
- * row is added. `reason` is copied. Returns 0, or -1 on out of memory (payment unchanged). */
+ * row is added. `reason` is copied. Returns 0, or -1 on out of memory or at UINT32_MAX rows (payment unchanged). */
 int ledger_cancel(struct ledger *l, struct payment *p, int64_t amount, const char *reason,
                   int64_t now_us);
 

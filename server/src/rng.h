@@ -21,7 +21,7 @@ uint64_t splitmix64(uint64_t *state);
 /* Bijective 64-bit mixer (splitmix64's finaliser): distinct inputs give distinct outputs. */
 uint64_t mix64(uint64_t x);
 
-/* The inverse of mix64: unmix64(mix64(x)) == x for every x. */
+/* The inverse of mix64: unmix64(mix64(x)) == x for every x. Thread: any. */
 uint64_t unmix64(uint64_t x);
 
 /* 64-bit hash of `len` bytes of `data` with `seed` (not cryptographic; stable across runs and
