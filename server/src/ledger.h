@@ -99,7 +99,8 @@ int ledger_approve(struct ledger *l, struct payment *p, int64_t now_us);
 
 /* Record a cancel of `amount` (1 <= amount <= balance; the caller has checked the rules of
  * SPEC §7): balance drops, status becomes CANCELED at 0 else PARTIAL_CANCELED, a transaction
- * row is added. `reason` is copied. Returns 0, or -1 on out of memory or at UINT32_MAX rows (payment unchanged). */
+ * row is added. `reason` is copied. Returns 0, or -1 on out of memory or at UINT32_MAX rows
+ * (payment unchanged). */
 int ledger_cancel(struct ledger *l, struct payment *p, int64_t amount, const char *reason,
                   int64_t now_us);
 
