@@ -4,8 +4,8 @@
  *
  * Built like fakegate's HTTP layer (server/src/http.c) and nothing else: the same daemon flags
  * (internal polling threads, epoll, suspend/resume), N worker threads (default 2, fakegate's
- * default), a 10 KiB connection pool, a connection limit from RLIMIT_NOFILE, a listen backlog of
- * 4096. Every request's body is read (and thrown away unless --parse-json); the answer is 200
+ * default), 127.0.0.1, a 30 s idle timeout, a 10 KiB connection pool, a connection limit
+ * from RLIMIT_NOFILE, a listen backlog of 4096. Every request's body is read (and thrown away unless --parse-json); the answer is 200
  * with FILE's bytes (a real fakegate confirm body) and Content-Type: application/json. With
  * --hold-ms, each request is suspended and a timer thread resumes it MS milliseconds after it
  * was read (a FIFO queue is enough: every hold is the same length), as fakegate's scheduler
@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include <jansson.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -244,13 +245,17 @@ int main(int argc, char **argv)
         limit = rl.rlim_cur > 1048576 ? 1048576 - 64 : (unsigned)rl.rlim_cur - 64;
     }
 
+    /* 127.0.0.1 and a 30 s idle timeout, as fakegate's defaults. */
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     struct MHD_OptionItem pool[] = {{MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)threads, NULL},
                                     {MHD_OPTION_END, 0, NULL}};
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
             MHD_USE_ERROR_LOG,
         (uint16_t)port, NULL, NULL, on_request, NULL, MHD_OPTION_ARRAY,
-        threads > 1 ? pool : pool + 1, MHD_OPTION_CONNECTION_LIMIT, limit,
+        threads > 1 ? pool : pool + 1, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+        MHD_OPTION_CONNECTION_TIMEOUT, 30U, MHD_OPTION_CONNECTION_LIMIT, limit,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096U, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)10240, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
     if (!d) {
