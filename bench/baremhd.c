@@ -6,7 +6,8 @@
  * (internal polling threads, epoll, suspend/resume), N worker threads (default 2, fakegate's
  * default), 127.0.0.1, a 30 s idle timeout, a 10 KiB connection pool, a connection limit
  * from RLIMIT_NOFILE, a listen backlog of 4096. Every request's body is read (and thrown away
- * unless --parse-json); the answer is 200 with FILE's bytes (a real fakegate confirm body) and Content-Type: application/json. With
+ * unless --parse-json); the answer is 200 with FILE's bytes (a real fakegate confirm body)
+ * and Content-Type: application/json. With
  * --hold-ms, each request is suspended and a timer thread resumes it MS milliseconds after it
  * was read (a FIFO queue is enough: every hold is the same length), as fakegate's scheduler
  * does. With --parse-json, each request's body is kept (up to 4 KiB) and parsed with jansson
