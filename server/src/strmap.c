@@ -48,6 +48,21 @@ void strmap_fini(struct strmap *m)
     strmap_init(m);
 }
 
+/* A new table comes from calloc, i.e. from the kernel untouched for any large size. Linux maps
+ * a page that is first read to its shared zero page, and the write that follows (an insert)
+ * must then replace that mapping and flush it from the TLB of every CPU running this process:
+ * with two worker threads, an inter-processor interrupt per page. A probe reads its home slot
+ * first, so touch that slot with a write access before reading it: `lock or $0` changes no
+ * bits, and makes a first touch a plain write fault, with no zero page and no flush. Measured
+ * at c50 with two workers (six interleaved 5-s pairs): 62-121 -> 15-39 TLB-shootdown and
+ * function-call IPIs per 1000 confirms, 0.7-2.4 us less system CPU per confirm, throughput
+ * higher in every pair (median +9 %). Populating the table when it is allocated would do the
+ * same, but stall the insert that grows it (~33 ms for a 64 MB table here). */
+static void touch_for_write(const struct strmap_slot *s)
+{
+    __atomic_fetch_or((uint64_t *)&s->hash, 0, __ATOMIC_RELAXED);
+}
+
 static bool same(const struct strmap_slot *s, uint64_t h, const char *key, size_t len)
 {
     return s->hash == h && s->key_len == len && memcmp(s->key, key, len) == 0;
@@ -60,6 +75,7 @@ static struct strmap_slot *probe(struct strmap_slot *slots, size_t cap, uint64_t
     if (cap == 0)
         return NULL;
     size_t mask = cap - 1;
+    touch_for_write(&slots[(size_t)h & mask]);
     for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
         struct strmap_slot *s = &slots[i];
         if (s->hash == EMPTY)
@@ -93,6 +109,7 @@ static void place(struct strmap_slot *slots, size_t cap, const struct strmap_slo
 {
     size_t mask = cap - 1;
     size_t i = (size_t)src->hash & mask;
+    touch_for_write(&slots[i]);
     while (slots[i].hash != EMPTY)
         i = (i + 1) & mask;
     slots[i] = *src;
