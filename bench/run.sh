@@ -142,6 +142,7 @@ start_bare() { # NAME [MORE FLAGS] -> BARE_PID, BARE_PORT; answers with the conf
     PIDS+=("$BARE_PID")
     for i in $(seq 200); do
         curl -sf -o /dev/null "http://127.0.0.1:$BARE_PORT/ready" --max-time 5 && return 0
+        kill -0 "$BARE_PID" 2>/dev/null || break # it exited: say why now, not after 4 s
         sleep 0.02
     done
     die "baremhd ($1) did not start: $(cat "$T/$1.err")"
@@ -310,8 +311,8 @@ d=$(jq -cn --argjson fe "$(errs s1_fg)" --argjson ne "$(errs s1_ng)" \
       libmicrohttpd_errors: $be, libmicrohttpd_cpu_us_per_req: $bc}')
 result "1 confirm" "confirm throughput, unique keys, keep-alive, c50" "req/s" "$S1_FG" "$S1_NG" higher \
     ">= 0.75 x nginx (stretch 0.9 x)" "$(tf "$S1_FG >= 0.75 * $S1_NG")" "$d" "$S1_BARE"
-result "1 confirm" "the same; bare libmicrohttpd also parses each body with jansson (fakegate, nginx: the run above)" "req/s" \
-    "$S1_FG" "$S1_NG" higher "" null \
+result "1 confirm" "the same, bare libmicrohttpd parsing each body with jansson (its column only)" "req/s" \
+    "" "" higher "" null \
     "$(jq -cn --argjson be "$(errs s1_barej)" --argjson bc "$(cpu_us $((bj1 - bj0)) s1_barej)" \
         '{libmicrohttpd_errors: $be, libmicrohttpd_cpu_us_per_req: $bc}')" "$S1_BAREJ"
 
@@ -337,7 +338,7 @@ c0=$(cpu_ticks "$FG_PID"); wrk_run s1t1_fg unique 50 "$DUR" 5 "$FGU1"; c1=$(cpu_
 S1T1_FG=$(rate s1t1_fg)
 d=$(jq -cn --argjson fe "$(errs s1t1_fg)" --argjson fc "$(cpu_us $((c1 - c0)) s1t1_fg)" \
     '{fakegate_errors: $fe, fakegate_cpu_us_per_req: $fc}')
-result "1 confirm" "the same, fakegate --threads 1 (nginx: the run above)" "req/s" "$S1T1_FG" "$S1_NG" \
+result "1 confirm" "the same, fakegate --threads 1 (nginx: its figure in the first row)" "req/s" "$S1T1_FG" "$S1_NG" \
     higher "" null "$d"
 stop_pid "$FG_PID"
 
@@ -430,7 +431,7 @@ held() { # CONNS SECONDS
     result "3 held $n" "held $n x 2 s: peak RSS (fakegate VmHWM; nginx: sum of VmHWM since its start)" "MB" \
         "$fmb" "$ng_hwm" lower "$tgtrss" "$meetsrss" \
         "$(jq -cn --argjson r "$rss0" '{fakegate_rss_before_kb: $r}')" "$bmb"
-    result "3 held $n" "held $n x 2 s: fakegate threads (max sampled every 100 ms)" "threads" \
+    result "3 held $n" "held $n x 2 s: threads, max sampled every 100 ms (nginx: processes, master + workers)" "threads" \
         "${thr:-null}" "$(($(ng_pids | wc -w)))" lower "" null '{}' "${bthr:-}"
 }
 held 1000 5
@@ -492,7 +493,7 @@ S6T=$(rate s6t_fg)
 ok=$(metric "$FG_PORT" 'fakegate_requests_total{route="confirm",outcome="ok"}')
 thr=$(metric "$FG_PORT" 'fakegate_requests_total{route="confirm",outcome="throttled"}')
 stop_pid "$FG_PID"
-result "6 throttled" "throttled profile: answers/s (mostly immediate 503), c50" "req/s" "$S6T" "$S1_NG" higher "" null \
+result "6 throttled" "throttled profile: answers/s (mostly immediate 503), c50 (nginx: scenario 1's figure)" "req/s" "$S6T" "$S1_NG" higher "" null \
     "$(jq -cn --argjson ok "${ok:-0}" --argjson th "${thr:-0}" --argjson e "$(cat "$T/s6t_fg.json")" \
         '{ok_200: $ok, throttled_503: $th, fakegate_latency_us: $e.latency_us,
           baseline: "nginx static 200, scenario 1 run"}')"
@@ -553,7 +554,7 @@ fmt() { jq -r '
     def f: if . == null then "–" elif type == "number" then (if . == (. | floor) then tostring
            else (. * 100 | round / 100 | tostring) end) else tostring end;
     def m: if . == true then "met" elif . == false then "**missed**" else "" end;
-    "| scenario | figure | unit | fakegate | nginx | ratio | target | | bare libmicrohttpd |",
+    "| scenario | figure | unit | fakegate | nginx | ratio | target | met? | bare libmicrohttpd |",
     "|---|---|---|---:|---:|---:|---|---|---:|",
     (.scenarios[] | "| \(.scenario) | \(.name) | \(.unit) | \(.fakegate | f) | \(.baseline | f) | \(.ratio | f) | \(.target // "" ) | \(.meets_target | m) | \(.libmicrohttpd | f) |")
     ' "$OUT_DIR/bench/results.json"
@@ -581,7 +582,7 @@ else
     { echo "# Benchmarks"; echo; cat "$T/generated.md"; } >"$MD"
 fi
 echo
-echo "$TABLE"
+grep -v '^<!--' "$T/generated.md" # the table with the run, the machine and the legend
 echo
 say "wrote $OUT_DIR/bench/results.json and $MD in ${ELAPSED}s"
 exit 0
