@@ -1,5 +1,6 @@
 /* journal.c -- request journal ring (see journal.h). Invariant: ring[id % cap] holds entry id
- * while id > next_id - cap; older ids are gone. */
+ * while id > next_id - cap; older ids are gone. A slot's entry changes only under the slot's
+ * lock, and only to a larger id (a writer that lost its slot to a newer id skips it). */
 #define _POSIX_C_SOURCE 200809L
 #include "journal.h"
 
@@ -29,6 +30,7 @@ static const char *route_label(int r)
  * copies its strings into memory the slot already has instead of allocating them anew. */
 enum { JS_PATH, JS_ORDER_ID, JS_PAYMENT_KEY, JS_IDEM_KEY, JS_N };
 struct journal_slot {
+    pthread_mutex_t lock;
     struct journal_entry e; /* its string fields point into buf[], or are NULL */
     char *buf[JS_N];
     size_t cap[JS_N];
@@ -69,12 +71,15 @@ static void slot_set(struct journal_slot *s, int i, const char *src)
 
 int journal_init(struct journal *j, size_t cap)
 {
-    pthread_mutex_init(&j->lock, NULL);
     j->ring = calloc(cap, sizeof *j->ring);
     j->cap = cap;
-    j->next_id = 1;
-    j->first_id = 1;
-    return j->ring ? 0 : -1;
+    atomic_init(&j->next_id, 1);
+    atomic_init(&j->first_id, 1);
+    if (!j->ring)
+        return -1;
+    for (size_t i = 0; i < cap; i++)
+        pthread_mutex_init(&j->ring[i].lock, NULL);
+    return 0;
 }
 
 static void entry_fini(struct journal_entry *e)
@@ -88,21 +93,27 @@ static void entry_fini(struct journal_entry *e)
 
 void journal_fini(struct journal *j)
 {
-    for (size_t i = 0; i < j->cap; i++)
+    for (size_t i = 0; i < j->cap; i++) {
         for (int f = 0; f < JS_N; f++)
             free(j->ring[i].buf[f]);
+        pthread_mutex_destroy(&j->ring[i].lock);
+    }
     free(j->ring);
-    pthread_mutex_destroy(&j->lock);
 }
 
 void journal_reset(struct journal *j)
 {
-    /* Ids carry on: a request held across the reset must not complete a newer entry. */
-    pthread_mutex_lock(&j->lock);
-    for (size_t i = 0; i < j->cap; i++)
-        memset(&j->ring[i].e, 0, sizeof j->ring[i].e);
-    j->first_id = j->next_id;
-    pthread_mutex_unlock(&j->lock);
+    /* Ids carry on: a request held across the reset must not complete a newer entry. Entries
+     * begun after first_id moves stay (a request arriving during the reset). */
+    uint64_t first = atomic_load(&j->next_id);
+    atomic_store(&j->first_id, first);
+    for (size_t i = 0; i < j->cap; i++) {
+        struct journal_slot *s = &j->ring[i];
+        pthread_mutex_lock(&s->lock);
+        if (s->e.id < first)
+            memset(&s->e, 0, sizeof s->e);
+        pthread_mutex_unlock(&s->lock);
+    }
 }
 
 static void copy_entry(struct journal_entry *dst, const struct journal_entry *src)
@@ -116,9 +127,13 @@ static void copy_entry(struct journal_entry *dst, const struct journal_entry *sr
 
 uint64_t journal_begin(struct journal *j, const struct journal_entry *e)
 {
-    pthread_mutex_lock(&j->lock);
-    uint64_t id = j->next_id++;
+    uint64_t id = atomic_fetch_add(&j->next_id, 1);
     struct journal_slot *slot = &j->ring[id % j->cap];
+    pthread_mutex_lock(&slot->lock);
+    if (slot->e.id > id) { /* a newer request took the slot first: this entry is gone */
+        pthread_mutex_unlock(&slot->lock);
+        return id;
+    }
     slot->e = *e;
     slot->e.path = slot->e.order_id = slot->e.payment_key = slot->e.idempotency_key = NULL;
     slot_set(slot, JS_PATH, e->path);
@@ -126,14 +141,14 @@ uint64_t journal_begin(struct journal *j, const struct journal_entry *e)
     slot_set(slot, JS_PAYMENT_KEY, e->payment_key);
     slot_set(slot, JS_IDEM_KEY, e->idempotency_key);
     slot->e.id = id;
-    pthread_mutex_unlock(&j->lock);
+    pthread_mutex_unlock(&slot->lock);
     return id;
 }
 
 void journal_update(struct journal *j, uint64_t id, const struct journal_entry *e)
 {
-    pthread_mutex_lock(&j->lock);
     struct journal_slot *slot = &j->ring[id % j->cap];
+    pthread_mutex_lock(&slot->lock);
     struct journal_entry *s = &slot->e;
     if (id && s->id == id) {
         slot_set(slot, JS_ORDER_ID, e->order_id);
@@ -158,14 +173,14 @@ void journal_update(struct journal *j, uint64_t id, const struct journal_entry *
             s->key_reuse = e->key_reuse;
         }
     }
-    pthread_mutex_unlock(&j->lock);
+    pthread_mutex_unlock(&slot->lock);
 }
 
 struct journal_entry *journal_copy(struct journal *j, size_t limit, size_t *n)
 {
-    pthread_mutex_lock(&j->lock);
-    uint64_t last = j->next_id - 1;
-    uint64_t kept = last - (j->first_id - 1); /* entries written since the last reset */
+    uint64_t last = atomic_load(&j->next_id) - 1;
+    uint64_t first = atomic_load(&j->first_id);
+    uint64_t kept = last + 1 > first ? last + 1 - first : 0; /* ids handed out since the reset */
     uint64_t avail = kept < j->cap ? kept : j->cap;
     if (limit < avail)
         avail = limit;
@@ -173,11 +188,12 @@ struct journal_entry *journal_copy(struct journal *j, size_t limit, size_t *n)
     size_t k = 0;
     if (v)
         for (uint64_t id = last - avail + 1; id <= last && k < avail; id++) {
-            const struct journal_entry *s = &j->ring[id % j->cap].e;
-            if (s->id == id)
-                copy_entry(&v[k++], s);
+            struct journal_slot *slot = &j->ring[id % j->cap];
+            pthread_mutex_lock(&slot->lock);
+            if (slot->e.id == id) /* else gone, or begun but not yet written */
+                copy_entry(&v[k++], &slot->e);
+            pthread_mutex_unlock(&slot->lock);
         }
-    pthread_mutex_unlock(&j->lock);
     *n = k;
     return v;
 }

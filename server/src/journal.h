@@ -1,11 +1,13 @@
 /* journal.h -- the request journal (SPEC §5 GET /__admin/requests): a ring buffer of the last
  * N requests, each written when it arrives and completed when it ends, so a held request shows
- * as pending. It is also what the retry-behaviour report (report.c) reads. Thread-safe (one
- * mutex); entries are copied out, never borrowed. */
+ * as pending. It is also what the retry-behaviour report (report.c) reads. Thread-safe: ids
+ * come from an atomic counter and each ring slot has its own mutex, so two workers writing
+ * different requests never wait for each other; entries are copied out, never borrowed. */
 #ifndef FAKEGATE_JOURNAL_H
 #define FAKEGATE_JOURNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -50,11 +52,10 @@ struct journal_entry {
 struct journal_slot;              /* journal.c */
 
 struct journal {
-    pthread_mutex_t lock;
     struct journal_slot *ring;
     size_t cap;
-    uint64_t next_id;
-    uint64_t first_id;           /* the first id written since the last reset */
+    _Atomic uint64_t next_id;
+    _Atomic uint64_t first_id;   /* the first id handed out since the last reset */
 };
 
 /* A ring of `cap` entries (SPEC default 10 000). Returns 0, or -1 on out of memory. */

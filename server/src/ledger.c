@@ -51,12 +51,15 @@ void ledger_fini(struct ledger *l)
 void ledger_reset(struct ledger *l)
 {
     /* Ids and sequence numbers carry on, so keys derived after a reset never repeat one a
-     * client saw before it. */
-    uint64_t salt = l->salt, next_id = l->next_id, next_seq = l->next_seq;
+     * client saw before it. The salt is not written at all: a confirm renders its answer from
+     * a copy of the payment after releasing the store lock, reading the salt meanwhile. */
     ledger_fini(l);
-    ledger_init(l, salt);
-    l->next_id = next_id;
-    l->next_seq = next_seq;
+    strmap_init(&l->by_key);
+    strmap_init(&l->by_order);
+    l->all = NULL;
+    l->n_all = l->cap_all = 0;
+    l->txs = NULL;
+    l->n_txs = l->cap_txs = 0;
 }
 
 struct payment *ledger_get(const struct ledger *l, const char *payment_key)

@@ -165,28 +165,30 @@ void live_plan(struct live *cur, enum route_id route, uint32_t attempt, struct r
 
 void attempts_init(struct attempts *a)
 {
-    pthread_mutex_init(&a->lock, NULL);
-    strmap_init(&a->map);
-}
-
-static void attempts_free_entries(struct attempts *a)
-{
-    strmap_each(&a->map, free);
+    for (int i = 0; i < ATTEMPTS_SHARDS; i++) {
+        pthread_mutex_init(&a->shard[i].lock, NULL);
+        strmap_init(&a->shard[i].map);
+    }
 }
 
 void attempts_fini(struct attempts *a)
 {
-    attempts_free_entries(a);
-    strmap_fini(&a->map);
-    pthread_mutex_destroy(&a->lock);
+    for (int i = 0; i < ATTEMPTS_SHARDS; i++) {
+        strmap_each(&a->shard[i].map, free);
+        strmap_fini(&a->shard[i].map);
+        pthread_mutex_destroy(&a->shard[i].lock);
+    }
 }
 
 void attempts_reset(struct attempts *a)
 {
-    pthread_mutex_lock(&a->lock);
-    attempts_free_entries(a);
-    strmap_clear(&a->map);
-    pthread_mutex_unlock(&a->lock);
+    for (int i = 0; i < ATTEMPTS_SHARDS; i++) {
+        struct attempts_shard *sh = &a->shard[i];
+        pthread_mutex_lock(&sh->lock);
+        strmap_each(&sh->map, free);
+        strmap_clear(&sh->map);
+        pthread_mutex_unlock(&sh->lock);
+    }
 }
 
 /* An entry: the counter, then the key bytes ("route\0identity"). */
@@ -210,10 +212,11 @@ uint32_t attempts_next(struct attempts *a, enum route_id route, const char *iden
     e->key[0] = (char)('0' + route);
     e->key[1] = '\0';
     memcpy(e->key + 2, identity, il);
-    pthread_mutex_lock(&a->lock);
-    struct attempt_entry *had = strmap_add(&a->map, e->key, kl, e);
+    struct attempts_shard *sh = &a->shard[hash64(e->key, kl, 0) % ATTEMPTS_SHARDS];
+    pthread_mutex_lock(&sh->lock);
+    struct attempt_entry *had = strmap_add(&sh->map, e->key, kl, e);
     uint32_t n = had && had != e ? ++had->count : 1;
-    pthread_mutex_unlock(&a->lock);
+    pthread_mutex_unlock(&sh->lock);
     if (had)
         free(e); /* counted on the existing entry (or out of memory: counted as a first) */
     return n;

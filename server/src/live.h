@@ -74,10 +74,15 @@ void flight_reset_peaks(struct flight *f);
 void live_plan(struct live *cur, enum route_id route, uint32_t attempt, struct rng *rng,
                struct plan *out);
 
-/* Attempt counters: the n-th request with an identity on a route since the last reset. */
+/* Attempt counters: the n-th request with an identity on a route since the last reset. Split
+ * into shards by the identity's hash, each with its own lock, so the two workers seldom wait
+ * for each other here. */
+#define ATTEMPTS_SHARDS 16
 struct attempts {
-    pthread_mutex_t lock;
-    struct strmap map;               /* "route\0identity" -> counter (owned entries) */
+    struct attempts_shard {
+        pthread_mutex_t lock;
+        struct strmap map;           /* "route\0identity" -> counter (owned entries) */
+    } shard[ATTEMPTS_SHARDS];
 };
 
 void attempts_init(struct attempts *a);

@@ -718,20 +718,41 @@ static enum handler_result commit(struct gateway *g, struct request *r)
         way_out(g, r);
         return H_RESPOND;
     }
-    size_t len = 0;
-    char *body = NULL;
-    if (ledger_approve(&g->ledger, p, now_unix_us()) == 0) {
-        atomic_fetch_add(&g->metrics.payments[PAY_DONE], 1);
-        body = render_view(g, p, 0, PAY_DONE, &len);
-    }
-    if (!body) {
+    if (ledger_approve(&g->ledger, p, now_unix_us()) != 0) {
         release_claim(g, r);
         pthread_mutex_unlock(&g->lock);
         request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
         return H_RESPOND;
     }
+    atomic_fetch_add(&g->metrics.payments[PAY_DONE], 1);
+    /* Render the answer after unlocking, from a copy: rendering is most of a confirm's work
+     * under this lock, and the other worker waits for it (a futex sleep and wake). The copy
+     * borrows the request's paymentKey and orderId (equal to the payment's: confirm_checks
+     * passed); a payment with an order name renders under the lock, as before. */
+    struct payment view = *p;
+    bool copied = !p->order_name && strcmp(p->payment_key, r->payment_key) == 0 &&
+                  strcmp(p->order_id, r->order_id) == 0;
+    size_t len = 0;
+    char *body = NULL;
+    if (copied) {
+        view.payment_key = r->payment_key;
+        view.order_id = r->order_id;
+        view.cancels = NULL; /* a view with no cancels (render reads view_cancels of them) */
+        view.idem_keys = NULL;
+    } else {
+        body = render_view(g, p, 0, PAY_DONE, &len);
+    }
     complete_success(g, r, p);
     pthread_mutex_unlock(&g->lock);
+    if (copied)
+        body = render_view(g, &view, 0, PAY_DONE, &len);
+    if (!body) {
+        /* Out of memory after the commit: the payment is approved (as when an answer is
+         * lost), and a replay or GET renders it again. */
+        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
+        r->outcome = OUT_BUSINESS_ERROR;
+        return H_RESPOND;
+    }
     request_respond(r, 200, body, len);
     way_out(g, r);
     return H_RESPOND;
