@@ -3,7 +3,7 @@
  *   baremhd --port PORT --body FILE [--hold-ms MS] [--threads N] [--parse-json]
  *
  * Built like fakegate's HTTP layer (server/src/http.c) and nothing else: the same daemon flags
- * (internal polling threads, epoll, suspend/resume), N worker threads (default 4, fakegate's
+ * (internal polling threads, epoll, suspend/resume), N worker threads (default 2, fakegate's
  * default), 127.0.0.1, a 30 s idle timeout, a 10 KiB connection pool, a connection limit
  * from RLIMIT_NOFILE, a listen backlog of 4096. Every request's body is read (and thrown away
  * unless --parse-json); the answer is 200 with FILE's bytes (a real fakegate confirm body)
@@ -202,7 +202,7 @@ static char *read_file(const char *path, size_t *len)
 
 int main(int argc, char **argv)
 {
-    unsigned port = 0, threads = 4;
+    unsigned port = 0, threads = 2;
     const char *body_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--parse-json") == 0) {

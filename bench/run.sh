@@ -329,7 +329,7 @@ result "2 replay" "replay throughput, same Idempotency-Key, keep-alive, c50" "re
     "" null "$d"
 stop_pid "$FG_PID"
 
-# The same confirm run against one libmicrohttpd thread (--threads 1; the default is 4).
+# The same confirm run against one libmicrohttpd thread (--threads 1; the default is 2).
 say "1. confirm throughput with --threads 1 (c50, ${DUR}s)"
 start_fg thr1 "$T/zero.json" --threads 1
 FGU1="http://127.0.0.1:$FG_PORT/"
@@ -569,7 +569,7 @@ TABLE=$(fmt)
     echo "$TABLE"
     echo
     echo "Ratios are fakegate / nginx. nginx: \`worker_processes auto\`, \`return 200\` with a real ${BODY_BYTES}-byte fakegate confirm body, keep-alive unlimited; held: \`echo_sleep 2\` (libnginx-mod-http-echo)$([ "$HAVE_ECHO" = 1 ] || echo ' -- not installed in this run, so no held baseline')."
-    echo "Bare libmicrohttpd: bench/baremhd.c, libmicrohttpd $(pkg-config --modversion libmicrohttpd 2>/dev/null || echo '?') alone with fakegate's daemon settings (4 epoll worker threads, suspend/resume, 10 KiB connection pool, backlog 4096), the same body, no ledger, idempotency, journal or rendering (in the second row, each request body parsed with jansson, as fakegate must); held: suspended and resumed 2 s later by a timer thread, as fakegate does. It is run for the confirm and held scenarios only: what fakegate adds is the difference."
+    echo "Bare libmicrohttpd: bench/baremhd.c, libmicrohttpd $(pkg-config --modversion libmicrohttpd 2>/dev/null || echo '?') alone with fakegate's daemon settings (2 epoll worker threads, suspend/resume, 10 KiB connection pool, backlog 4096), the same body, no ledger, idempotency, journal or rendering (in the second row, each request body parsed with jansson, as fakegate must); held: suspended and resumed 2 s later by a timer thread, as fakegate does. It is run for the confirm and held scenarios only: what fakegate adds is the difference."
     echo "<!-- end of generated part -->"
 } >"$T/generated.md"
 MD="$OUT_DIR/BENCHMARKS.md"

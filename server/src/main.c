@@ -52,7 +52,7 @@ static const struct opt opts[O_COUNT] = {
     [O_SEED] = {"seed", "N", true, "seed (unsigned 64-bit) for every random decision; default: the profile's \"seed\", else random (printed in the ready line)"},
     [O_SECRET_KEY] = {"secret-key", "KEY", true, "accepted secret key (repeatable; env: comma-separated); default: any key starting test_sk_ or test_gsk_"},
     [O_MID] = {"mid", "MID", true, "merchant id in Payment.mId (default tgen_fakegate)"},
-    [O_THREADS] = {"threads", "N", true, "libmicrohttpd worker threads that accept, read and answer requests, 1-64 (default 4; held requests take no thread)"},
+    [O_THREADS] = {"threads", "N", true, "libmicrohttpd worker threads that accept, read and answer requests, 1-64 (default 2; held requests take no thread)"},
     [O_MAX_BODY] = {"max-body", "BYTES", true, "largest request body in bytes; larger → 413 (default 65536)"},
     [O_IDEMPOTENCY_TTL] = {"idempotency-ttl", "SECONDS", true, "how long an Idempotency-Key record lives (default 1296000 = 15 days, as Toss)"},
     [O_SESSION_TTL] = {"session-ttl", "SECONDS", true, "payment session lifetime (default 600, Toss's 10-minute window)"},
@@ -237,11 +237,7 @@ static int parse_cli(struct cli *c, int argc, char **argv)
     cfg->port = 8080;
     cfg->profile = "normal";
     cfg->mid = "tgen_fakegate";
-    /* 4, not 2, on a 2-core machine: with 10 000 held requests each worker walks half as long
-     * a list of suspended connections on every resume pass (libmicrohttpd 0.9.75), and the p99
-     * error fell from 158 to 130 ms (medians of 6 interleaved pairs); c50 throughput the same
-     * within noise (median -1.7 %), CPU per confirm +5 %. BENCHMARKS.md has the runs. */
-    cfg->threads = 4;
+    cfg->threads = 2;
     cfg->max_body = 65536;
     cfg->idempotency_ttl_s = 15 * 86400;
     cfg->session_ttl_s = 600;
