@@ -10,6 +10,7 @@
 #include "http.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,6 +76,10 @@ struct http_server {
     atomic_uint_fast64_t trace_seq;
     atomic_bool stopping;
     MHD_socket listen_fd;
+    pthread_t poker;
+    bool poker_started;
+    pthread_mutex_t poke_lock; /* with poke_cond: lets http_stop end the poker's sleep */
+    pthread_cond_t poke_cond;
 };
 
 /* --- per-request state -------------------------------------------------------------------- */
@@ -460,6 +466,76 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     funlockfile(stderr);
 }
 
+/* --- the 128-event stall (libmicrohttpd 0.9.75) ------------------------------------------- */
+
+/* libmicrohttpd 0.9.75's epoll loop (MHD_epoll in daemon.c) reads at most 128 events per
+ * epoll_wait and, when it got exactly 128, calls epoll_wait again, with the same blocking
+ * timeout, before it handles any of them. When exactly 128 connections of one worker became
+ * readable together and nothing else follows, their requests wait for the next event on that
+ * worker: up to the idle timeout, after which libmicrohttpd closes some of them unanswered.
+ * Reproduced here with one worker: 128 keep-alive connections each send a confirm while the
+ * process is stopped (SIGSTOP/SIGCONT), and none is answered within 3 s (127 or 129 are all
+ * answered within 4 ms); in the bench, 128 of 1000 held connections answered 2 s late.
+ * The workaround: while 128 or more connections are open, wake every worker every
+ * POKE_INTERVAL_MS by handing it a connection whose peer is already closed (a socketpair end;
+ * MHD_add_connection signals the worker's inter-thread channel, and the connection ends at
+ * its first read, before any request: no handler, no journal entry). */
+#define POKE_INTERVAL_MS 50
+#define POKE_MIN_CONNECTIONS 128
+
+/* Wake worker `w` of `n` (libmicrohttpd gives an added socket to worker fd % n). */
+static void poke_worker(struct http_server *h, unsigned w, unsigned n)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return;
+    int fd = sv[0];
+    if ((unsigned)fd % n != w) {
+        /* the lowest free descriptor >= fd + k with the right residue */
+        int want = fd + (int)((w + n - (unsigned)fd % n) % n);
+        int d = fcntl(sv[0], F_DUPFD_CLOEXEC, want);
+        close(sv[0]);
+        fd = d;
+        if (fd < 0 || (unsigned)fd % n != w) { /* `want` was taken: skip this round */
+            if (fd >= 0)
+                close(fd);
+            close(sv[1]);
+            return;
+        }
+    }
+    close(sv[1]); /* the worker reads end-of-file and closes fd */
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    MHD_add_connection(h->daemon, fd, (const struct sockaddr *)&sun, sizeof(sa_family_t));
+    /* On failure libmicrohttpd has closed fd (0.9.75 closes it on every error path). */
+}
+
+static void *poker_main(void *arg)
+{
+    struct http_server *h = arg;
+    unsigned n = h->cfg->threads > 1 ? h->cfg->threads : 1;
+    pthread_mutex_lock(&h->poke_lock);
+    while (!atomic_load(&h->stopping)) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += POKE_INTERVAL_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&h->poke_cond, &h->poke_lock, &until);
+        if (atomic_load(&h->stopping))
+            break;
+        const union MHD_DaemonInfo *info =
+            MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        if (!info || info->num_connections < POKE_MIN_CONNECTIONS)
+            continue;
+        for (unsigned w = 0; w < n; w++)
+            poke_worker(h, w, n);
+    }
+    pthread_mutex_unlock(&h->poke_lock);
+    return NULL;
+}
+
 /* --- start / stop ------------------------------------------------------------------------- */
 
 static unsigned raise_nofile(void)
@@ -531,6 +607,15 @@ struct http_server *http_start(const struct config *cfg, struct sched *s, uint64
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : cfg->port;
+    pthread_mutex_init(&h->poke_lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&h->poke_cond, &ca);
+    pthread_condattr_destroy(&ca);
+    h->poker_started = pthread_create(&h->poker, NULL, poker_main, h) == 0;
+    if (h->poker_started)
+        pthread_setname_np(h->poker, "fakegate-poke");
     return h;
 }
 
@@ -547,7 +632,12 @@ unsigned http_connection_limit(const struct http_server *h)
 void http_stop(struct http_server *h, int64_t grace_ms)
 {
     int64_t deadline = now_mono_ns() + grace_ms * NS_PER_MS;
+    pthread_mutex_lock(&h->poke_lock);
     atomic_store(&h->stopping, true);
+    pthread_cond_signal(&h->poke_cond);
+    pthread_mutex_unlock(&h->poke_lock);
+    if (h->poker_started)
+        pthread_join(h->poker, NULL); /* no MHD_add_connection once quiescing starts */
     h->listen_fd = MHD_quiesce_daemon(h->daemon);
     sched_drain(h->sched);
     for (;;) {
@@ -561,6 +651,8 @@ void http_stop(struct http_server *h, int64_t grace_ms)
     MHD_stop_daemon(h->daemon);
     if (h->listen_fd != MHD_INVALID_SOCKET)
         close(h->listen_fd);
+    pthread_cond_destroy(&h->poke_cond);
+    pthread_mutex_destroy(&h->poke_lock);
     free(h);
     srv = NULL;
 }
