@@ -474,39 +474,59 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
  * readable together and nothing else follows, their requests wait for the next event on that
  * worker: up to the idle timeout, after which libmicrohttpd closes some of them unanswered.
  * Reproduced here with one worker: 128 keep-alive connections each send a confirm while the
- * process is stopped (SIGSTOP/SIGCONT), and none is answered within 3 s (127 or 129 are all
- * answered within 4 ms); in the bench, 128 of 1000 held connections answered 2 s late.
- * The workaround: while 128 or more connections are open, wake every worker every
- * POKE_INTERVAL_MS by handing it a connection whose peer is already closed (a socketpair end;
- * MHD_add_connection signals the worker's inter-thread channel, and the connection ends at
- * its first read, before any request: no handler, no journal entry). */
+ * process is stopped (SIGSTOP/SIGCONT), and none is answered within 3 s (without this
+ * workaround, 127 or 129 were all answered within 4 ms); in the bench, 128 of 1000 held
+ * connections answered 2 s late. The workaround: while 128 or more connections are open, wake
+ * every worker every POKE_INTERVAL_MS by handing it a connection whose peer is already closed
+ * (a socketpair end; MHD_add_connection signals the worker's inter-thread channel, and the
+ * connection ends at its first read, before any request: no handler, no journal entry). A
+ * stall then lasts at most about POKE_INTERVAL_MS (a poke can itself be the 128th event: 127
+ * ready requests plus one poke waited ~52 ms in a trial). Not during shutdown: the poker stops
+ * before MHD_quiesce_daemon, so a stall in the grace period lasts until its deadline. */
 #define POKE_INTERVAL_MS 50
 #define POKE_MIN_CONNECTIONS 128
 
-/* Wake worker `w` of `n` (libmicrohttpd gives an added socket to worker fd % n). */
-static void poke_worker(struct http_server *h, unsigned w, unsigned n)
+int http_closed_socket_for(unsigned w, unsigned n)
 {
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-        return;
-    int fd = sv[0];
-    if ((unsigned)fd % n != w) {
-        /* the lowest free descriptor >= fd + k with the right residue */
-        int want = fd + (int)((w + n - (unsigned)fd % n) % n);
-        int d = fcntl(sv[0], F_DUPFD_CLOEXEC, want);
-        close(sv[0]);
-        fd = d;
-        if (fd < 0 || (unsigned)fd % n != w) { /* `want` was taken: skip this round */
-            if (fd >= 0)
-                close(fd);
-            close(sv[1]);
-            return;
-        }
+    if (n == 0 || w >= n || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return -1;
+    /* Either end will do (the other is closed, so a reader gets end-of-file); if neither has
+     * the right remainder, duplicate one onto a free descriptor that has. */
+    if ((unsigned)sv[0] % n == w) {
+        close(sv[1]);
+        return sv[0];
     }
-    close(sv[1]); /* the worker reads end-of-file and closes fd */
+    if ((unsigned)sv[1] % n == w) {
+        close(sv[0]);
+        return sv[1];
+    }
+    close(sv[1]);
+    int fd = -1;
+    int want = sv[0] + (int)((w + n - (unsigned)sv[0] % n) % n);
+    for (int tries = 0; tries < 4 && fd < 0; tries++, want += (int)n) {
+        int d = fcntl(sv[0], F_DUPFD_CLOEXEC, want); /* the lowest free one >= want */
+        if (d < 0)
+            break;
+        if ((unsigned)d % n == w)
+            fd = d;
+        else
+            close(d); /* taken meanwhile by another thread */
+    }
+    close(sv[0]);
+    return fd;
+}
+
+/* Wake worker `w` of `n`: libmicrohttpd 0.9.75 gives an added socket to worker fd % n (while
+ * that worker is below its connection limit) and signals its inter-thread channel. */
+static void poke_worker(struct http_server *h, unsigned w, unsigned n)
+{
+    int fd = http_closed_socket_for(w, n);
+    if (fd < 0)
+        return; /* the next round tries again */
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
     MHD_add_connection(h->daemon, fd, (const struct sockaddr *)&sun, sizeof(sa_family_t));
-    /* On failure libmicrohttpd has closed fd (0.9.75 closes it on every error path). */
+    /* On failure libmicrohttpd has closed fd ("The socket will be closed in any case"). */
 }
 
 static void *poker_main(void *arg)
