@@ -1,6 +1,9 @@
 /* journal.c -- request journal ring (see journal.h). Invariant: ring[id % cap] holds entry id
  * while id > next_id - cap; older ids are gone. A slot's entry changes only under the slot's
- * lock, and only to a larger id (a writer that lost its slot to a newer id skips it). */
+ * lock, and only to a larger id (a writer that lost its slot to a newer id skips it) or, on a
+ * reset, to empty. Ids are taken before the slot is locked, so a copy can momentarily show
+ * entry N+1 without N (N has its id but has not written its slot yet); both are there once
+ * both requests have arrived. */
 #define _POSIX_C_SOURCE 200809L
 #include "journal.h"
 
