@@ -76,10 +76,6 @@ struct http_server {
     atomic_uint_fast64_t trace_seq;
     atomic_bool stopping;
     MHD_socket listen_fd;
-    pthread_t poker;
-    bool poker_started;
-    pthread_mutex_t poke_lock; /* with poke_cond: lets http_stop end the poker's sleep */
-    pthread_cond_t poke_cond;
 };
 
 /* --- per-request state -------------------------------------------------------------------- */
@@ -481,8 +477,9 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
  * (a socketpair end; MHD_add_connection signals the worker's inter-thread channel, and the
  * connection ends at its first read, before any request: no handler, no journal entry). A
  * stall then lasts at most about POKE_INTERVAL_MS (a poke can itself be the 128th event: 127
- * ready requests plus one poke waited ~52 ms in a trial). Not during shutdown: the poker stops
- * before MHD_quiesce_daemon, so a stall in the grace period lasts until its deadline. */
+ * ready requests plus one poke waited ~52 ms in a trial). The pokes are a recurring entry of the
+ * scheduler's timer thread; they end when sched_drain runs in http_stop, so a stall in the
+ * shutdown grace period lasts until its deadline. */
 #define POKE_INTERVAL_MS 50
 #define POKE_MIN_CONNECTIONS 128
 
@@ -529,31 +526,21 @@ static void poke_worker(struct http_server *h, unsigned w, unsigned n)
     /* On failure libmicrohttpd has closed fd ("The socket will be closed in any case"). */
 }
 
-static void *poker_main(void *arg)
+/* The timer thread, every POKE_INTERVAL_MS: poke every worker while POKE_MIN_CONNECTIONS or
+ * more connections are open, then re-arm. Not once the server is stopping. */
+static void on_poke_tick(void *arg, bool draining)
 {
     struct http_server *h = arg;
-    unsigned n = h->cfg->threads > 1 ? h->cfg->threads : 1;
-    pthread_mutex_lock(&h->poke_lock);
-    while (!atomic_load(&h->stopping)) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += POKE_INTERVAL_MS * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&h->poke_cond, &h->poke_lock, &until);
-        if (atomic_load(&h->stopping))
-            break;
-        const union MHD_DaemonInfo *info =
-            MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-        if (!info || info->num_connections < POKE_MIN_CONNECTIONS)
-            continue;
+    if (draining || atomic_load(&h->stopping))
+        return;
+    const union MHD_DaemonInfo *info =
+        MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    if (info && info->num_connections >= POKE_MIN_CONNECTIONS) {
+        unsigned n = h->cfg->threads > 1 ? h->cfg->threads : 1;
         for (unsigned w = 0; w < n; w++)
             poke_worker(h, w, n);
     }
-    pthread_mutex_unlock(&h->poke_lock);
-    return NULL;
+    sched_add(h->sched, now_mono_ns() + POKE_INTERVAL_MS * NS_PER_MS, on_poke_tick, h);
 }
 
 /* --- start / stop ------------------------------------------------------------------------- */
@@ -627,15 +614,7 @@ struct http_server *http_start(const struct config *cfg, struct sched *s, uint64
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : cfg->port;
-    pthread_mutex_init(&h->poke_lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&h->poke_cond, &ca);
-    pthread_condattr_destroy(&ca);
-    h->poker_started = pthread_create(&h->poker, NULL, poker_main, h) == 0;
-    if (h->poker_started)
-        pthread_setname_np(h->poker, "fakegate-poke");
+    sched_add(s, now_mono_ns() + POKE_INTERVAL_MS * NS_PER_MS, on_poke_tick, h);
     return h;
 }
 
@@ -652,12 +631,7 @@ unsigned http_connection_limit(const struct http_server *h)
 void http_stop(struct http_server *h, int64_t grace_ms)
 {
     int64_t deadline = now_mono_ns() + grace_ms * NS_PER_MS;
-    pthread_mutex_lock(&h->poke_lock);
-    atomic_store(&h->stopping, true);
-    pthread_cond_signal(&h->poke_cond);
-    pthread_mutex_unlock(&h->poke_lock);
-    if (h->poker_started)
-        pthread_join(h->poker, NULL); /* no MHD_add_connection once quiescing starts */
+    atomic_store(&h->stopping, true); /* the poke tick stops re-arming */
     h->listen_fd = MHD_quiesce_daemon(h->daemon);
     sched_drain(h->sched);
     for (;;) {
@@ -671,8 +645,6 @@ void http_stop(struct http_server *h, int64_t grace_ms)
     MHD_stop_daemon(h->daemon);
     if (h->listen_fd != MHD_INVALID_SOCKET)
         close(h->listen_fd);
-    pthread_cond_destroy(&h->poke_cond);
-    pthread_mutex_destroy(&h->poke_lock);
     free(h);
     srv = NULL;
 }

@@ -31,7 +31,7 @@ void http_stop(struct http_server *h, int64_t grace_ms);
 
 /* One end of a new socketpair whose other end is already closed (a reader gets end-of-file),
  * numbered so that fd % n == w: libmicrohttpd 0.9.75's MHD_add_connection gives a socket to
- * worker fd % n, and the poker (http.c) uses this to wake worker w of n. Returns the
+ * worker fd % n, and the poke tick (http.c) uses this to wake worker w of n. Returns the
  * descriptor (close-on-exec; the caller owns it), or -1 if w >= n, n == 0, the socketpair
  * failed or no descriptor with that remainder was free in four tries. Thread: any. */
 int http_closed_socket_for(unsigned w, unsigned n);

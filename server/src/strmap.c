@@ -54,11 +54,11 @@ void strmap_fini(struct strmap *m)
  * with two worker threads, an inter-processor interrupt per page. A probe reads its home slot
  * first, so touch that slot with a write access before reading it: `lock or $0` changes no
  * bits, and makes a first touch a plain write fault, with no zero page and no flush (usually:
- * a probe that runs on into the next page still reads that page first). Measured
- * at c50 with two workers (six interleaved 5-s pairs): 62-121 -> 15-39 TLB-shootdown and
- * function-call IPIs per 1000 confirms, 0.7-2.4 us less system CPU per confirm, throughput
- * higher in every pair (median +9 %). Populating the table when it is allocated would do the
- * same, but stall the insert that grows it (~33 ms for a 64 MB table here). */
+ * a probe that runs on into the next page still reads that page first). Measured at c50 with
+ * two workers (six interleaved 5-s pairs): 62-121 -> 15-39 TLB-shootdown and function-call
+ * IPIs per 1000 confirms, 0.7-2.4 us less system CPU per confirm, throughput higher in every
+ * pair (median +9 %). Populating the table when it is allocated would do the same, but stall
+ * the insert that grows it (~33 ms for a 64 MB table here). */
 static void touch_for_write(const struct strmap_slot *s)
 {
     __atomic_fetch_or((uint64_t *)&s->hash, 0, __ATOMIC_RELAXED);
