@@ -212,9 +212,11 @@ uint32_t attempts_next(struct attempts *a, enum route_id route, const char *iden
     e->key[0] = (char)('0' + route);
     e->key[1] = '\0';
     memcpy(e->key + 2, identity, il);
-    struct attempts_shard *sh = &a->shard[hash64(e->key, kl, 0) % ATTEMPTS_SHARDS];
+    /* One hash: its high bits pick the shard, its low bits the slot inside the shard's map. */
+    uint64_t h = strmap_hash(e->key, kl);
+    struct attempts_shard *sh = &a->shard[(h >> 32) % ATTEMPTS_SHARDS];
     pthread_mutex_lock(&sh->lock);
-    struct attempt_entry *had = strmap_add(&sh->map, e->key, kl, e);
+    struct attempt_entry *had = strmap_add_hashed(&sh->map, h, e->key, kl, e);
     uint32_t n = had && had != e ? ++had->count : 1;
     pthread_mutex_unlock(&sh->lock);
     if (had)

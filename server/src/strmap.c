@@ -19,7 +19,7 @@
 /* Eight bytes at a time (the keys are paymentKeys, orderIds and idempotency scopes of 20-300
  * bytes, hashed several times per request); hash64 (FNV-1a, a byte at a time) stays the
  * generator's seed hash, whose values the fault plans depend on. Never EMPTY or TOMB. */
-static uint64_t key_hash(const char *key, size_t len)
+uint64_t strmap_hash(const char *key, size_t len)
 {
     const unsigned char *p = (const unsigned char *)key;
     uint64_t h = UINT64_C(0x9e3779b97f4a7c15) ^ len, w;
@@ -99,7 +99,7 @@ static struct strmap_slot *find_old(const struct strmap *m, uint64_t h, const ch
 
 void *strmap_get(const struct strmap *m, const char *key, size_t key_len)
 {
-    uint64_t h = key_hash(key, key_len);
+    uint64_t h = strmap_hash(key, key_len);
     struct strmap_slot *s = find(m, h, key, key_len);
     if (!s)
         s = find_old(m, h, key, key_len);
@@ -158,10 +158,11 @@ static int grow(struct strmap *m)
     return 0;
 }
 
-/* Insert (replace = false: only if absent). A key still in `old` is updated there. */
-static void *insert(struct strmap *m, const char *key, size_t key_len, void *val, bool replace)
+/* Insert (replace = false: only if absent); h is the key's hash. A key still in `old` is
+ * updated there. */
+static void *insert(struct strmap *m, uint64_t h, const char *key, size_t key_len, void *val,
+                    bool replace)
 {
-    uint64_t h = key_hash(key, key_len);
     migrate(m, MIGRATE_STEP);
     struct strmap_slot *s = find_old(m, h, key, key_len);
     if (!s)
@@ -188,17 +189,23 @@ static void *insert(struct strmap *m, const char *key, size_t key_len, void *val
 
 void *strmap_put(struct strmap *m, const char *key, size_t key_len, void *val)
 {
-    return insert(m, key, key_len, val, true);
+    return insert(m, strmap_hash(key, key_len), key, key_len, val, true);
 }
 
 void *strmap_add(struct strmap *m, const char *key, size_t key_len, void *val)
 {
-    return insert(m, key, key_len, val, false);
+    return insert(m, strmap_hash(key, key_len), key, key_len, val, false);
+}
+
+void *strmap_add_hashed(struct strmap *m, uint64_t hash, const char *key, size_t key_len,
+                        void *val)
+{
+    return insert(m, hash, key, key_len, val, false);
 }
 
 void *strmap_del(struct strmap *m, const char *key, size_t key_len)
 {
-    uint64_t h = key_hash(key, key_len);
+    uint64_t h = strmap_hash(key, key_len);
     migrate(m, MIGRATE_STEP);
     struct strmap_slot *s = find_old(m, h, key, key_len);
     if (s) {

@@ -42,6 +42,12 @@ void *strmap_put(struct strmap *m, const char *key, size_t key_len, void *val);
  * (the map unchanged), or `val` itself if memory ran out. One probe walk: a lookup and an
  * insert in one. */
 void *strmap_add(struct strmap *m, const char *key, size_t key_len, void *val);
+/* The hash the map uses for key (64 bits, never 0 or 1; the map's slot comes from its low
+ * bits), for a caller that also picks one of several maps by it (use the high bits). */
+uint64_t strmap_hash(const char *key, size_t key_len);
+/* strmap_add for a key whose strmap_hash is already known: `hash` must be exactly that. */
+void *strmap_add_hashed(struct strmap *m, uint64_t hash, const char *key, size_t key_len,
+                        void *val);
 
 /* Remove key; returns its value, or NULL if absent. */
 void *strmap_del(struct strmap *m, const char *key, size_t key_len);

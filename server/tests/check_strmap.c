@@ -77,6 +77,26 @@ START_TEST(test_strmap_add_keeps_the_existing_value)
 }
 END_TEST
 
+START_TEST(test_strmap_add_hashed_is_strmap_add_with_the_hash_given)
+{
+    struct strmap m;
+    strmap_init(&m);
+    uint64_t h = strmap_hash("pk_1", 4);
+    ck_assert_uint_gt(h, 1); /* 0 and 1 mark empty and deleted slots */
+    ck_assert_uint_eq(h, strmap_hash("pk_1", 4));
+    ck_assert_uint_ne(h, strmap_hash("pk_2", 4));
+    ck_assert_ptr_null(strmap_add_hashed(&m, h, "pk_1", 4, &vals[0]));
+    /* found by the plain calls, which hash the key themselves */
+    ck_assert_ptr_eq(strmap_get(&m, "pk_1", 4), &vals[0]);
+    ck_assert_ptr_eq(strmap_add(&m, "pk_1", 4, &vals[1]), &vals[0]);
+    ck_assert_ptr_eq(strmap_add_hashed(&m, h, "pk_1", 4, &vals[2]), &vals[0]);
+    ck_assert_uint_eq(m.len, 1);
+    ck_assert_ptr_eq(strmap_del(&m, "pk_1", 4), &vals[0]);
+    ck_assert_ptr_null(strmap_get(&m, "pk_1", 4));
+    strmap_fini(&m);
+}
+END_TEST
+
 START_TEST(test_strmap_del_returns_value_and_removes_only_that_key)
 {
     struct strmap m;
@@ -354,6 +374,7 @@ static Suite *strmap_suite(void)
     tcase_add_test(basic, test_strmap_put_then_get);
     tcase_add_test(basic, test_strmap_put_replacing_returns_old_value);
     tcase_add_test(basic, test_strmap_add_keeps_the_existing_value);
+    tcase_add_test(basic, test_strmap_add_hashed_is_strmap_add_with_the_hash_given);
     tcase_add_test(basic, test_strmap_del_returns_value_and_removes_only_that_key);
     tcase_add_test(basic, test_strmap_clear_removes_everything_and_map_stays_usable);
     tcase_add_test(basic, test_strmap_keys_with_nul_bytes_use_explicit_lengths);
