@@ -156,6 +156,80 @@ static void invalid(struct request *r, const char *code, const char *ko, const c
     r->outcome = OUT_INVALID;
 }
 
+/* Where the value of the top-level member `name` starts in `text` (a body that parsed as a JSON
+ * object): its line and column, counted as jansson counts them for a parse error (from 1; a
+ * column counts characters, so a UTF-8 sequence is one). False if the member is not there, or
+ * its key is written with escapes (then the message names no place). */
+static bool value_pos(const char *text, size_t len, const char *name, int *line, int *col)
+{
+    size_t name_len = strlen(name);
+    int depth = 0, ln = 1, cl = 0;
+    bool want_key = false;  /* at depth 1, the next string is a member's name */
+    bool found_key = false; /* that name was `name`: its value is next */
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '\n') {
+            ln++;
+            cl = 0;
+            continue;
+        }
+        if ((c & 0xc0) != 0x80)
+            cl++;
+        if (c == ' ' || c == '\t' || c == '\r')
+            continue;
+        if (found_key) {
+            if (c == ':')
+                continue;
+            *line = ln;
+            *col = cl;
+            return true;
+        }
+        if (c == '"') {
+            size_t start = i + 1, j = start;
+            bool escaped = false;
+            for (; j < len && text[j] != '"'; j++) {
+                if (text[j] == '\\') {
+                    escaped = true;
+                    j++;
+                }
+            }
+            if (depth == 1 && want_key)
+                found_key = !escaped && j - start == name_len &&
+                            memcmp(text + start, name, name_len) == 0;
+            want_key = false;
+            for (size_t k = start; k <= j && k < len; k++) /* the string's own characters */
+                cl += ((unsigned char)text[k] & 0xc0) != 0x80;
+            i = j;
+            continue;
+        }
+        if (c == '{' || c == '[') {
+            depth++;
+            want_key = depth == 1 && c == '{';
+        } else if (c == '}' || c == ']') {
+            depth--;
+        } else if (c == ',') {
+            want_key = depth == 1;
+        }
+    }
+    return false;
+}
+
+/* invalid() for a member's value: the message ends with " (line L, column C)", the place of the
+ * value in the body (SPEC §2: the message says what and where). */
+static void invalid_field(struct request *r, const char *code, const char *name, const char *ko,
+                          const char *en)
+{
+    int line, col;
+    if (!r->body.data || !value_pos(r->body.data, r->body.len, name, &line, &col)) {
+        invalid(r, code, ko, en);
+        return;
+    }
+    char ko_at[512], en_at[512];
+    snprintf(ko_at, sizeof ko_at, "%s (line %d, column %d)", ko, line, col);
+    snprintf(en_at, sizeof en_at, "%s (line %d, column %d)", en, line, col);
+    invalid(r, code, ko_at, en_at);
+}
+
 /* jansson reports an integer beyond 64 bits as a parse error; name the field it belongs to by
  * reading back from the error position to the key before the ':'. */
 static bool key_before(const char *text, size_t pos, char *out, size_t out_len)
@@ -201,10 +275,10 @@ static bool parse_body(struct request *r, json_t **out)
                      err.column);
         }
         invalid(r, "INVALID_REQUEST", ko, en);
-        buf_fini(&r->body);
         return false;
     }
-    buf_fini(&r->body); /* parsed: a held request need not keep its bytes */
+    /* The bytes stay until the fields are checked (their errors name a place in them); the
+     * handler frees them then (done_with_body), so a held request does not keep them. */
     if (!json_is_object(root)) {
         json_decref(root);
         invalid(r, "INVALID_REQUEST", "잘못된 요청입니다. 요청 본문은 JSON 객체여야 합니다.",
@@ -245,7 +319,14 @@ static bool valid_order_id(const char *s)
     return true;
 }
 
-/* A required string field: missing → INVALID_REQUEST; present but not a valid value → `code`. */
+/* The body's bytes, once its fields are checked. */
+static void done_with_body(struct request *r)
+{
+    buf_fini(&r->body);
+}
+
+/* A required string field: missing or not a string → INVALID_REQUEST (SPEC §2: wrong types);
+ * a string that is not a valid value → `code`. */
 static const char *string_field(struct request *r, json_t *root, const char *name,
                                 const char *code, bool (*ok)(const char *))
 {
@@ -257,10 +338,16 @@ static const char *string_field(struct request *r, json_t *root, const char *nam
         invalid(r, "INVALID_REQUEST", ko, en);
         return NULL;
     }
-    if (!json_is_string(v) || !ok(json_string_value(v))) {
+    if (!json_is_string(v)) {
+        snprintf(ko, sizeof ko, "%s: 문자열이어야 합니다.", name);
+        snprintf(en, sizeof en, "%s: must be a string", name);
+        invalid_field(r, "INVALID_REQUEST", name, ko, en);
+        return NULL;
+    }
+    if (!ok(json_string_value(v))) {
         snprintf(ko, sizeof ko, "%s: 올바르지 않은 값입니다.", name);
         snprintf(en, sizeof en, "%s: invalid value", name);
-        invalid(r, code, ko, en);
+        invalid_field(r, code, name, ko, en);
         return NULL;
     }
     return json_string_value(v);
@@ -285,13 +372,14 @@ static bool amount_field(struct request *r, json_t *root, const char *name, bool
     if (!v || json_is_null(v)) {
         snprintf(ko, sizeof ko, "%s: 필수 값입니다.", name);
         snprintf(en, sizeof en, "%s: required", name);
-    } else {
-        snprintf(ko, sizeof ko, "%s: 1 이상 %lld 이하의 정수여야 합니다.", name,
-                 (long long)MAX_SAFE_INT);
-        snprintf(en, sizeof en, "%s: must be an integer from 1 to %lld", name,
-                 (long long)MAX_SAFE_INT);
+        invalid(r, "INVALID_REQUEST", ko, en);
+        return false;
     }
-    invalid(r, "INVALID_REQUEST", ko, en);
+    snprintf(ko, sizeof ko, "%s: 1 이상 %lld 이하의 정수여야 합니다.", name,
+             (long long)MAX_SAFE_INT);
+    snprintf(en, sizeof en, "%s: must be an integer from 1 to %lld", name,
+             (long long)MAX_SAFE_INT);
+    invalid_field(r, "INVALID_REQUEST", name, ko, en);
     return false;
 }
 
@@ -825,6 +913,7 @@ enum handler_result payments_confirm(struct gateway *g, struct request *r)
         json_decref(root);
         return H_RESPOND;
     }
+    done_with_body(r);
     r->payment_key = strdup(pk);
     r->order_id = strdup(oid);
     r->amount = amount;
@@ -881,8 +970,9 @@ enum handler_result payments_cancel(struct gateway *g, struct request *r)
     } else if (!json_is_string(reason) || json_string_length(reason) == 0 ||
                utf8_chars(json_string_value(reason)) > 200 ||
                strlen(json_string_value(reason)) != json_string_length(reason)) {
-        invalid(r, "INVALID_REQUEST", "cancelReason: 1자 이상 200자 이하의 문자열이어야 합니다.",
-                "cancelReason: must be a string of 1 to 200 characters");
+        invalid_field(r, "INVALID_REQUEST", "cancelReason",
+                      "cancelReason: 1자 이상 200자 이하의 문자열이어야 합니다.",
+                      "cancelReason: must be a string of 1 to 200 characters");
         ok = false;
     }
     ok = ok && amount_field(r, root, "cancelAmount", false, &r->cancel_amount) &&
@@ -891,6 +981,7 @@ enum handler_result payments_cancel(struct gateway *g, struct request *r)
         json_decref(root);
         return H_RESPOND;
     }
+    done_with_body(r);
     r->cancel_reason = strdup(json_string_value(reason));
     r->payment_key = strdup(r->path_param);
     r->body_hash = canonical_hash(root); /* idempotency and the report's "same request" */
@@ -1120,21 +1211,27 @@ enum handler_result payments_register_session(struct gateway *g, struct request 
     bool ok = oid && amount_field(r, root, "amount", true, &amount);
     if (ok && pkv && !json_is_null(pkv) &&
         (!json_is_string(pkv) || !valid_payment_key(json_string_value(pkv)))) {
-        invalid(r, "INVALID_PAYMENT_KEY", "paymentKey: 올바르지 않은 값입니다.",
-                "paymentKey: invalid value");
+        if (json_is_string(pkv))
+            invalid_field(r, "INVALID_PAYMENT_KEY", "paymentKey",
+                          "paymentKey: 올바르지 않은 값입니다.", "paymentKey: invalid value");
+        else
+            invalid_field(r, "INVALID_REQUEST", "paymentKey", "paymentKey: 문자열이어야 합니다.",
+                          "paymentKey: must be a string");
         ok = false;
     }
     if (ok && namev && !json_is_null(namev) &&
         (!json_is_string(namev) || json_string_length(namev) == 0 ||
          utf8_chars(json_string_value(namev)) > 100)) {
-        invalid(r, "INVALID_REQUEST", "orderName: 1자 이상 100자 이하의 문자열이어야 합니다.",
-                "orderName: must be a string of 1 to 100 characters");
+        invalid_field(r, "INVALID_REQUEST", "orderName",
+                      "orderName: 1자 이상 100자 이하의 문자열이어야 합니다.",
+                      "orderName: must be a string of 1 to 100 characters");
         ok = false;
     }
     if (!ok) {
         json_decref(root);
         return H_RESPOND;
     }
+    done_with_body(r);
     char key[32];
     const char *pk = pkv && json_is_string(pkv) ? json_string_value(pkv) : NULL;
     pthread_mutex_lock(&g->lock);
