@@ -1175,6 +1175,155 @@ START_TEST(test_request_spanning_reset_leaves_new_journal_alone)
 }
 END_TEST
 
+/* One request on a thread of its own (a held request the test acts around). */
+struct async_req {
+    const fg_server *s;
+    char path[96], body[160], key_line[96];
+    fg_response r;
+    pthread_t thread;
+};
+
+static void *async_req_main(void *arg)
+{
+    struct async_req *a = arg;
+    const char *headers[] = {a->s->auth_header, "Content-Type: application/json",
+                             a->key_line[0] ? a->key_line : NULL, NULL};
+    fg_request req = {.method = "POST", .path = a->path, .body = a->body, .headers = headers};
+    fg_http(a->s, NULL, &req, &a->r);
+    return NULL;
+}
+
+/* POST `body` to `path` (Idempotency-Key `key` unless NULL) on its own thread. */
+static void async_post(struct async_req *a, const fg_server *s, const char *path,
+                       const char *body, const char *key)
+{
+    memset(a, 0, sizeof *a);
+    a->s = s;
+    snprintf(a->path, sizeof a->path, "%s", path);
+    snprintf(a->body, sizeof a->body, "%s", body);
+    if (key)
+        snprintf(a->key_line, sizeof a->key_line, "Idempotency-Key: %s", key);
+    curl_global_init(CURL_GLOBAL_DEFAULT); /* before a second thread uses curl */
+    ck_assert_int_eq(pthread_create(&a->thread, NULL, async_req_main, a), 0);
+}
+
+static void async_join(struct async_req *a)
+{
+    pthread_join(a->thread, NULL);
+}
+
+/* fakegate_requests_total{route="confirm",outcome=...} (NAN if the series is absent). */
+static double confirms_with_outcome(const fg_server *s, const char *outcome)
+{
+    struct prom p;
+    metrics(s, &p, NULL);
+    double v = prom_get(&p, "fakegate_requests_total", "route", "confirm", "outcome", outcome,
+                        NULL);
+    prom_free(&p);
+    return v;
+}
+
+static void reset_now(const fg_server *s)
+{
+    fg_response r;
+    admin_call(s, "POST", "/__admin/reset", NULL, NULL, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+}
+
+/* A confirm in its latency when a reset runs belongs to the emptied ledger: it is answered 500
+ * and must not approve a payment of the same paymentKey that a request after the reset created
+ * and is processing (that request's Idempotency-Key record must end DONE, not stay PROCESSING),
+ * and it is not counted in the new counters. */
+START_TEST(test_confirm_held_across_reset_leaves_the_new_ledger_alone)
+{
+    fg_server *s = start_confirm("{'latency':{'dist':'fixed','ms':1500}}");
+    const char *body = "{\"paymentKey\":\"pk_rs\",\"orderId\":\"ord_rs\",\"amount\":1000}";
+    struct async_req old, fresh;
+    async_post(&old, s, CONFIRM_PATH, body, "K-old");
+    ck_assert_double_eq(wait_metric(s, "fakegate_in_flight", "route", "confirm", 1, 5000), 1);
+    reset_now(s);
+    async_post(&fresh, s, CONFIRM_PATH, body, "K-new");
+    async_join(&old);
+    async_join(&fresh);
+    assert_error(&old.r, 500, "FAILED_INTERNAL_SYSTEM_PROCESSING");
+    assert_done(&fresh.r, "pk_rs", "ord_rs");
+    assert_charged_once(s, "pk_rs", "ord_rs");
+    /* K-new's record is DONE: its resend replays the 200, byte for byte. */
+    fg_response again;
+    confirm_fresh(s, "pk_rs", "ord_rs", 1000, "K-new", 0, &again);
+    assert_status(&again, 200);
+    ck_assert_str_eq(again.body, fresh.r.body);
+    fg_response_fini(&again);
+    ck_assert_double_eq(confirms_with_outcome(s, "business_error"), 0);
+    ck_assert_double_eq(confirms_with_outcome(s, "ok"), 1);
+    ck_assert_double_eq(confirms_with_outcome(s, "replayed"), 1);
+    fg_response_fini(&old.r);
+    fg_response_fini(&fresh.r);
+    stop_server(s);
+}
+END_TEST
+
+/* A cancel in its latency when a reset runs must not cancel the payment of the same paymentKey
+ * confirmed after the reset. */
+START_TEST(test_cancel_held_across_reset_leaves_the_new_payment_alone)
+{
+    fg_server *s = start_confirm("{'latency':{'dist':'fixed','ms':0}}");
+    char *slow_cancel = dq("{'name':'slow-cancel','routes':{'cancel':{'latency':{'dist':'fixed',"
+                           "'ms':1500}}}}");
+    fg_response r;
+    put_profile(s, slow_cancel, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    confirm_fresh(s, "pk_rc", "ord_rc", 1000, NULL, 0, &r);
+    assert_done(&r, "pk_rc", "ord_rc");
+    fg_response_fini(&r);
+    struct async_req cancel;
+    async_post(&cancel, s, "/v1/payments/pk_rc/cancel", "{\"cancelReason\":\"old\"}", NULL);
+    ck_assert_double_eq(wait_metric(s, "fakegate_in_flight", "route", "cancel", 1, 5000), 1);
+    reset_now(s); /* keeps the profile */
+    confirm_fresh(s, "pk_rc", "ord_rc", 1000, NULL, 0, &r);
+    assert_done(&r, "pk_rc", "ord_rc");
+    fg_response_fini(&r);
+    async_join(&cancel);
+    assert_error(&cancel.r, 500, "FAILED_INTERNAL_SYSTEM_PROCESSING");
+    fg_response_fini(&cancel.r);
+    fg_get(s, "/v1/payments/pk_rc", &r);
+    assert_done(&r, "pk_rc", "ord_rc");
+    ck_assert(json_is_null(json_object_get(r.json, "cancels")));
+    fg_response_fini(&r);
+    free(slow_cancel);
+    stop_server(s);
+}
+END_TEST
+
+/* A confirm still in its queue latency when a reset runs is answered 500 and charges nothing
+ * in the new ledger, and no counter after the reset shows it. */
+START_TEST(test_confirm_queued_across_reset_charges_nothing)
+{
+    fg_server *s = start_confirm("{'queue_latency':{'dist':'fixed','ms':1500}}");
+    struct async_req q;
+    async_post(&q, s, CONFIRM_PATH, "{\"paymentKey\":\"pk_rq\",\"orderId\":\"ord_rq\",\"amount\":1000}",
+               "K-queued");
+    ck_assert_double_eq(wait_metric(s, "fakegate_in_flight", "route", "confirm", 1, 5000), 1);
+    reset_now(s);
+    async_join(&q);
+    assert_error(&q.r, 500, "FAILED_INTERNAL_SYSTEM_PROCESSING");
+    fg_response_fini(&q.r);
+    ck_assert_uint_eq(ledger_size(s), 0);
+    ck_assert_double_eq(confirms_with_outcome(s, "business_error"), 0);
+    ck_assert_double_eq(metric1(s, "fakegate_injected_latency_seconds_count", NULL, NULL), 0);
+    ck_assert_double_eq(metric1(s, "fakegate_payments_total", "status", "IN_PROGRESS"), 0);
+    /* The same confirm after the reset runs as new. */
+    fg_response r;
+    confirm_fresh(s, "pk_rq", "ord_rq", 1000, "K-queued", 10000, &r);
+    assert_done(&r, "pk_rq", "ord_rq");
+    fg_response_fini(&r);
+    assert_charged_once(s, "pk_rq", "ord_rq");
+    stop_server(s);
+}
+END_TEST
+
 /* ---- 5. /metrics --------------------------------------------------------------------------- */
 
 struct expect {
@@ -2075,6 +2224,9 @@ static Suite *admin_suite(void)
     tcase_add_test(tc, test_reset_empties_everything);
     tcase_add_test(tc, test_reset_three_times_in_a_row_keeps_serving);
     tcase_add_test(tc, test_request_spanning_reset_leaves_new_journal_alone);
+    tcase_add_test(tc, test_confirm_held_across_reset_leaves_the_new_ledger_alone);
+    tcase_add_test(tc, test_cancel_held_across_reset_leaves_the_new_payment_alone);
+    tcase_add_test(tc, test_confirm_queued_across_reset_charges_nothing);
 
     tc = add_tcase(su, "metrics", 30);
     tcase_add_test(tc, test_metrics_text_is_prometheus);

@@ -101,7 +101,7 @@ void gateway_reset(struct gateway *g, struct profile *p)
     pthread_mutex_lock(&g->lock);
     ledger_reset(&g->ledger);
     idem_reset(&g->idem);
-    g->generation++;
+    __atomic_store_n(&g->generation, g->generation + 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&g->lock);
     attempts_reset(&g->attempts);
     journal_reset(&g->journal);
@@ -441,6 +441,28 @@ static char *render_view(struct gateway *g, const struct payment *p, uint32_t ca
     return buf_steal(&b, len);
 }
 
+uint64_t gateway_generation(struct gateway *g)
+{
+    return __atomic_load_n(&g->generation, __ATOMIC_ACQUIRE);
+}
+
+/* A reset ran since r was admitted: r belongs to the ledger it emptied. Answer it as a gateway
+ * that restarted under it would (500), and touch nothing. Exact under the store lock; without
+ * it, as of the atomic read. */
+static bool straddles_reset(struct gateway *g, const struct request *r)
+{
+    return r->generation != gateway_generation(g);
+}
+
+static enum handler_result answer_straddled(struct request *r)
+{
+    r->claim = NULL; /* freed by the reset */
+    r->straddled_reset = true;
+    request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
+    r->outcome = OUT_BUSINESS_ERROR;
+    return H_RESPOND;
+}
+
 /* r's claim, unless a reset freed it since the claim was made. Lock held. */
 static struct idem_record *claim_of(struct gateway *g, struct request *r)
 {
@@ -629,7 +651,6 @@ static enum gate idem_gate(struct gateway *g, struct request *r, const char *sco
         }
         return GATE_ANSWERED;
     }
-    r->generation = g->generation;
     r->claim = idem_claim(&g->idem, scope, len, r, r->body_hash, now);
     if (!r->claim) {
         request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
@@ -751,6 +772,8 @@ static enum handler_result leave_queue(struct gateway *g, struct request *r, boo
         r->outcome = OUT_CAPPED;
         return H_RESPOND;
     }
+    if (straddles_reset(g, r))
+        return answer_straddled(r);
     if (fault_before(g, r))
         return H_RESPOND;
     if (is_read(r)) {
@@ -771,6 +794,11 @@ static enum handler_result leave_queue(struct gateway *g, struct request *r, boo
     }
     enum handler_result res = H_RESPOND;
     pthread_mutex_lock(&g->lock);
+    if (straddles_reset(g, r)) { /* since the check above */
+        pthread_mutex_unlock(&g->lock);
+        free(scope);
+        return answer_straddled(r);
+    }
     if (idem_gate(g, r, scope, scope_len, now) == GATE_PASS &&
         (r->kind == RK_CANCEL || confirm_checks(g, r))) {
         r->phase = PH_PROCESSING;
@@ -790,14 +818,12 @@ static enum handler_result leave_queue(struct gateway *g, struct request *r, boo
 static enum handler_result commit(struct gateway *g, struct request *r)
 {
     pthread_mutex_lock(&g->lock);
-    struct payment *p = payment_of(g, r);
-    if (!p || !p->processing) {
-        /* The ledger was reset while this request was processing. */
+    struct payment *p = straddles_reset(g, r) ? NULL : payment_of(g, r);
+    if (!p) {
+        /* The ledger was reset while this request was processing: that payment is gone, and
+         * one of the same paymentKey now may be another request's (its `processing` set). */
         pthread_mutex_unlock(&g->lock);
-        r->claim = NULL;
-        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
-        r->outcome = OUT_BUSINESS_ERROR;
-        return H_RESPOND;
+        return answer_straddled(r);
     }
     p->processing = false;
     if (fault_uncommits(r)) {
@@ -925,10 +951,11 @@ enum handler_result payments_confirm(struct gateway *g, struct request *r)
     }
     plan(g, r, r->idem_key ? r->idem_key : r->order_id);
 
-    /* Lenient sessions: the payment exists from its first valid confirm (SPEC §2.1). */
+    /* Lenient sessions: the payment exists from its first valid confirm (SPEC §2.1). Not in
+     * a ledger newer than the request (it will be answered 500 when it leaves its queue). */
     pthread_mutex_lock(&g->lock);
-    struct payment *p = payment_of(g, r);
-    if (!p && !g->cfg->strict_sessions &&
+    struct payment *p = straddles_reset(g, r) ? NULL : payment_of(g, r);
+    if (!p && !g->cfg->strict_sessions && !straddles_reset(g, r) &&
         (p = ledger_create(&g->ledger, r->payment_key, r->order_id, r->amount, now_unix_us(),
                            NULL))) {
         r->payment = p;
@@ -999,6 +1026,10 @@ enum handler_result payments_cancel(struct gateway *g, struct request *r)
 static enum handler_result cancel_commit(struct gateway *g, struct request *r)
 {
     pthread_mutex_lock(&g->lock);
+    if (straddles_reset(g, r)) { /* the payment it was for is gone (SPEC §5 reset) */
+        pthread_mutex_unlock(&g->lock);
+        return answer_straddled(r);
+    }
     if (fault_uncommits(r)) {
         release_claim(g, r);
         pthread_mutex_unlock(&g->lock);
@@ -1163,6 +1194,8 @@ static void read_payment(struct gateway *g, struct request *r)
 
 static enum handler_result read_now(struct gateway *g, struct request *r)
 {
+    if (straddles_reset(g, r))
+        return answer_straddled(r);
     if (r->kind == RK_TRANSACTIONS)
         transactions_now(g, r);
     else

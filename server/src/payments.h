@@ -40,8 +40,10 @@ struct gateway {
     struct attempts attempts;      /* attempt numbers per (route, identity) */
     struct journal journal;        /* the last 10 000 gateway requests */
     struct metrics metrics;
-    uint64_t generation;           /* bumped by reset, under the store lock: a claim from an
-                                      older generation points at freed records */
+    uint64_t generation;           /* bumped by reset, under the store lock (an atomic store,
+                                      so gateway_generation may read it without): a claim
+                                      from an older generation points at freed records, and a
+                                      request from one is not executed */
     struct applied *applied;       /* every profile ever applied, newest first (in-flight
                                       requests may still use old ones; freed at exit) */
     pthread_mutex_t apply_lock;    /* serialises profile switches and resets */
@@ -74,6 +76,11 @@ struct live *gateway_named_live(struct gateway *g, const char *name, char err[ER
  * ownership), or re-apply the active profile when p is NULL (fresh buckets, budgets,
  * windows) -- all as one step under apply_lock. Thread: any. */
 void gateway_reset(struct gateway *g, struct profile *p);
+/* The reset count now, without the store lock. A /v1 request is stamped with it when admitted
+ * (request.generation); one still queued or in its latency when a reset runs is answered 500
+ * FAILED_INTERNAL_SYSTEM_PROCESSING without touching the new ledger, idempotency records or
+ * counters (request.straddled_reset). Thread: any. */
+uint64_t gateway_generation(struct gateway *g);
 void gateway_fini(struct gateway *g);
 
 /* POST /v1/payments/confirm, called once the whole body is in r->body (auth done).

@@ -118,7 +118,9 @@ struct request {
     bool planned;          /* latencies were drawn (for the histogram) */
     bool latency_spent;    /* it went on into its processing latency (not a 409, replay, drop
                               or early error) */
-    uint64_t generation;   /* the store generation its claim belongs to */
+    uint64_t generation;   /* the store generation it was admitted in (its claim's too) */
+    bool straddled_reset;  /* a reset ran while it was queued or in its latency: answered
+                              500, not executed, not counted (gateway_generation) */
     int64_t sent_ns;       /* monotonic: the answer was handed to libmicrohttpd */
     bool client_gone;      /* the client had closed its side before the answer was sent */
     bool in_flight;

@@ -295,6 +295,7 @@ static bool admit(struct request *r)
     }
     r->in_flight = true;
     r->live = cur;
+    r->generation = gateway_generation(gw);
     return true;
 }
 
@@ -342,6 +343,9 @@ void router_on_complete(struct request *r, bool completed_ok)
             fwrite(line.data, 1, line.len, stderr);
         buf_fini(&line);
     }
+    if (r->straddled_reset)
+        return; /* its journal entry and counters were emptied by the reset: it is not counted
+                   into the new ones */
     atomic_fetch_add(&m->requests[r->route][r->outcome], 1);
     if (r->outcome == OUT_REPLAYED)
         atomic_fetch_add(&m->replays, 1);
