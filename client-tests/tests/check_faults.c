@@ -876,7 +876,8 @@ static void *det_worker(void *arg)
     return NULL;
 }
 
-static fg_server *det_server(int seed)
+/* The determinism profile with this seed, as JSON (caller frees). */
+static char *det_profile(int seed)
 {
     char prof[1024];
     snprintf(prof, sizeof prof,
@@ -888,7 +889,12 @@ static fg_server *det_server(int seed)
              "{'kind':'drop_request','p':0.1,'how':'close'}]},"
              "'default':{'latency':{'dist':'fixed','ms':0}}}}",
              seed);
-    char *json = dq(prof);
+    return dq(prof);
+}
+
+static fg_server *det_server(int seed)
+{
+    char *json = det_profile(seed);
     fg_opts o = {.profile_json = json, .capture_stdout = true};
     fg_server *s = start_server(&o);
     free(json);
@@ -946,6 +952,31 @@ START_TEST(test_seeded_outcomes_repeat_under_concurrency)
     for (int i = 0; i < DET_N; i++)
         differ += other[i] != seq[i];
     ck_assert_msg(differ > 0, "seed 43 gave the same %d outcomes as seed 42", DET_N);
+}
+END_TEST
+
+/* SPEC §4: "with a seed (--seed, or "seed" in the profile)": a seeded profile applied while
+ * the server runs (PUT /__admin/profile) draws the same decisions as when the server started
+ * with it, whatever seed the server started with. */
+START_TEST(test_seed_of_a_profile_applied_at_run_time_is_used)
+{
+    static int at_start[DET_N], applied[DET_N];
+    det_sequential(42, at_start);
+    fg_server *s = start_server(NULL); /* no --seed, a start profile without one: random */
+    char *json = det_profile(42);
+    fg_request req = {.method = "PUT", .path = "/__admin/profile", .body = json};
+    fg_response r;
+    fg_http(s, NULL, &req, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    for (int i = 0; i < DET_N; i++)
+        applied[i] = det_one(s, i);
+    stop_server(s);
+    free(json);
+    for (int i = 0; i < DET_N; i++)
+        ck_assert_msg(applied[i] == at_start[i],
+                      "key-det-%03d: %d with seed 42 at start, %d with it applied by PUT", i,
+                      at_start[i], applied[i]);
 }
 END_TEST
 
@@ -1011,6 +1042,7 @@ static Suite *faults_suite(void)
 
     tc = add_tcase(su, "determinism", 60);
     tcase_add_test(tc, test_seeded_outcomes_repeat_under_concurrency);
+    tcase_add_test(tc, test_seed_of_a_profile_applied_at_run_time_is_used);
 
     tc = add_tcase(su, "shipped", 60);
     tcase_add_test(tc, test_shipped_profiles_load_by_name);

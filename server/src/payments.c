@@ -880,14 +880,14 @@ static void plan(struct gateway *g, struct request *r, const char *identity)
 {
     r->attempt = attempts_next(&g->attempts, r->route, identity);
     struct rng rng;
-    rng_seed_request(&rng, g->seed, (int)r->route, identity, strlen(identity), r->attempt);
+    rng_seed_request(&rng, r->seed, (int)r->route, identity, strlen(identity), r->attempt);
     struct plan pl;
     live_plan(r->live, r->route, r->attempt, &rng, &pl);
     if (r->ovr_fault_profile) {
         /* X-Fakegate-Fault replaces the profile's faults for this request (its own draw). */
         struct plan ov;
         struct rng orng;
-        rng_seed_request(&orng, g->seed, (int)r->route + 16, identity, strlen(identity),
+        rng_seed_request(&orng, r->seed, (int)r->route + 16, identity, strlen(identity),
                          r->attempt);
         fault_decide(profile_route(r->ovr_fault_profile, ROUTE_DEFAULT), r->attempt, &orng, NULL,
                      NULL, &ov);

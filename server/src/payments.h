@@ -50,7 +50,8 @@ struct gateway {
     profile_resolver resolve;      /* loads a profile by name (from --profiles-dir) */
     void *resolve_ctx;
     struct applied *named;         /* X-Fakegate-Profile: profiles loaded by name, cached */
-    uint64_t seed;                 /* effective seed (--seed, the profile's, or random) */
+    uint64_t seed;                 /* the seed at start (--seed, the start profile's, or random;
+                                      printed); a profile applied later brings its own */
     uint64_t instance_id;          /* random per process */
     int64_t started_unix_us;
 };

@@ -125,6 +125,8 @@ struct request {
     bool client_gone;      /* the client had closed its side before the answer was sent */
     bool in_flight;
     struct live *live;     /* the profile state in force at arrival (borrowed) */
+    uint64_t seed;         /* the seed of its plan: --seed, else the seed of the profile it
+                              arrived under (applied or X-Fakegate-Profile), else the start's */
 
     /* Per-request overrides (SPEC §4): they win over the active profile for this request. */
     struct profile *ovr_fault_profile; /* owned: a one-fault profile parsed from the header */

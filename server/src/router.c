@@ -295,6 +295,9 @@ static bool admit(struct request *r)
     }
     r->in_flight = true;
     r->live = cur;
+    /* SPEC §4 Determinism: --seed, or "seed" in the profile; a profile applied at run time
+     * (PUT, reset, X-Fakegate-Profile) brings its seed with it. */
+    r->seed = !gw->cfg->has_seed && root->profile->has_seed ? root->profile->seed : gw->seed;
     r->generation = gateway_generation(gw);
     return true;
 }
