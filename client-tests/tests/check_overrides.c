@@ -451,6 +451,48 @@ START_TEST(test_profile_override_invalid_names)
 }
 END_TEST
 
+/* A profile named by X-Fakegate-Profile keeps its state (token bucket, `times` budgets)
+ * between requests, and POST /__admin/reset starts it afresh, as it does the active one
+ * (SPEC §5: reset refills token buckets and resets `times` budgets). */
+START_TEST(test_reset_refills_a_profile_named_by_the_header)
+{
+    char dir[] = "/tmp/fg-named-XXXXXX";
+    ck_assert(mkdtemp(dir) != NULL);
+    char path[64];
+    snprintf(path, sizeof path, "%s/tb.json", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert(f != NULL);
+    /* A burst of 2 and a token every 100 s: nothing refills during the test. */
+    fputs("{\"name\":\"tb\",\"routes\":{\"confirm\":{\"throttle\":{\"kind\":\"token_bucket\","
+          "\"rate_per_s\":0.01,\"burst\":2}}}}",
+          f);
+    ck_assert_int_eq(fclose(f), 0);
+    const char *args[] = {"--profiles-dir", dir, NULL};
+    fg_server *s = start_args(NULL, args);
+    long want[] = {200, 200, 503, -1, 200, 200, 503};
+    for (int i = 0; i < 7; i++) {
+        fg_response r;
+        if (want[i] < 0) { /* the reset */
+            fg_request req = {.method = "POST", .path = "/__admin/reset"};
+            fg_http(s, NULL, &req, &r);
+            assert_status(&r, 200);
+            fg_response_fini(&r);
+            continue;
+        }
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_tb_%d", i);
+        snprintf(oid, sizeof oid, "order_tb_%d", i);
+        confirm_with(s, pk, oid, 1000, NULL, "X-Fakegate-Profile: tb", 0, &r);
+        ck_assert_msg(r.status == want[i], "confirm %d under tb: want %ld, got %ld %.200s", i,
+                      want[i], r.status, r.body);
+        fg_response_fini(&r);
+    }
+    stop_server(s);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
 /* ---- SIGHUP ------------------------------------------------------------------------------- */
 
 /* Replace the server's profile file atomically (temp file in the same dir + rename). */
@@ -938,6 +980,7 @@ static Suite *overrides_suite(void)
     tc = add_tcase(su, "profile", 30);
     tcase_add_test(tc, test_profile_override_slow_then_fast);
     tcase_add_test(tc, test_profile_override_invalid_names);
+    tcase_add_test(tc, test_reset_refills_a_profile_named_by_the_header);
 
     tc = add_tcase(su, "sighup", 30);
     tcase_add_test(tc, test_sighup_reloads_and_keeps_on_invalid);

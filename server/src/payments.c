@@ -107,6 +107,16 @@ void gateway_reset(struct gateway *g, struct profile *p)
     journal_reset(&g->journal);
     metrics_reset(&g->metrics);
     flight_reset_peaks(&g->flight);
+    /* Profiles named by X-Fakegate-Profile start afresh too: the next request that names one
+     * loads it again, with full buckets and unused budgets. */
+    if (g->named) {
+        struct applied *last = g->named;
+        while (last->prev)
+            last = last->prev;
+        last->prev = g->retired;
+        g->retired = g->named;
+        g->named = NULL;
+    }
     /* Fresh buckets, budgets and window phases: the given profile, or the active one anew. */
     const struct profile *cur = p ? p : g->applied->profile; /* never NULL after init */
     struct live *l = a ? live_new(cur, now_mono_ns()) : NULL;
@@ -125,14 +135,20 @@ void gateway_reset(struct gateway *g, struct profile *p)
     pthread_mutex_unlock(&g->apply_lock);
 }
 
-void gateway_fini(struct gateway *g)
+static void free_named(struct applied *a)
 {
-    for (struct applied *a = g->named, *prev; a; a = prev) {
+    for (struct applied *prev; a; a = prev) {
         prev = a->prev;
         live_free(a->live);
         profile_free(a->profile);
         free(a);
     }
+}
+
+void gateway_fini(struct gateway *g)
+{
+    free_named(g->named);
+    free_named(g->retired);
     for (struct applied *a = g->applied, *prev; a; a = prev) {
         prev = a->prev;
         live_free(a->live);

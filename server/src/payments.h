@@ -49,7 +49,10 @@ struct gateway {
     pthread_mutex_t apply_lock;    /* serialises profile switches and resets */
     profile_resolver resolve;      /* loads a profile by name (from --profiles-dir) */
     void *resolve_ctx;
-    struct applied *named;         /* X-Fakegate-Profile: profiles loaded by name, cached */
+    struct applied *named;         /* X-Fakegate-Profile: profiles loaded by name, cached until
+                                      the next reset */
+    struct applied *retired;       /* named entries a reset dropped (requests in flight may
+                                      still use them; freed at exit) */
     uint64_t seed;                 /* the seed at start (--seed, the start profile's, or random;
                                       printed); a profile applied later brings its own */
     uint64_t instance_id;          /* random per process */
@@ -73,7 +76,8 @@ int gateway_apply(struct gateway *g, struct profile *p);
 struct live *gateway_named_live(struct gateway *g, const char *name, char err[ERR_LEN]);
 
 /* POST /__admin/reset: empty the ledger, idempotency records, journal, counters, peaks
- * (restarted from the requests in flight now), attempt counts; then apply `p` (taking
+ * (restarted from the requests in flight now), attempt counts, and the state of the
+ * profiles X-Fakegate-Profile named (reloaded when next named); then apply `p` (taking
  * ownership), or re-apply the active profile when p is NULL (fresh buckets, budgets,
  * windows) -- all as one step under apply_lock. Thread: any. */
 void gateway_reset(struct gateway *g, struct profile *p);
