@@ -1081,6 +1081,51 @@ START_TEST(test_duplicate_session_order_id_gets_duplicated_order_id)
 }
 END_TEST
 
+/* SPEC §7: fakegate_payments_total counts transitions, so an expiry is counted once wherever
+ * it is first seen, the admin listing included. */
+START_TEST(test_expiry_seen_first_by_the_admin_listing_is_counted)
+{
+    fg_server *s = start_args(NULL, (const char *const[]){"--session-ttl", "1", NULL});
+    fg_response r;
+    register_session(s, "{\"orderId\":\"order_ttl_a\",\"amount\":5000,\"paymentKey\":\"pk_ttl_a\"}",
+                     &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    register_session(s, "{\"orderId\":\"order_ttl_b\",\"amount\":5000,\"paymentKey\":\"pk_ttl_b\"}",
+                     &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    /* Poll the listing only (bounded) until both read EXPIRED. */
+    int64_t deadline = fg_now_ms() + 5000;
+    for (;;) {
+        json_t *all = fg_admin_payments(s, NULL);
+        ck_assert_ptr_nonnull(all);
+        size_t expired = 0, i;
+        json_t *e;
+        json_array_foreach(all, i, e) {
+            const char *st = json_str(json_object_get(e, "payment"), "status");
+            expired += st != NULL && strcmp(st, "EXPIRED") == 0;
+        }
+        json_decref(all);
+        if (expired == 2)
+            break;
+        ck_assert_msg(fg_now_ms() < deadline, "sessions never expired with --session-ttl 1");
+        fg_pause_ms(20);
+    }
+    get_payment(s, "pk_ttl_a", &r); /* seen again: not a new transition */
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    fg_get(s, "/metrics", &r);
+    assert_status(&r, 200);
+    static const char want[] = "\nfakegate_payments_total{status=\"EXPIRED\"} 2\n";
+    const char *line = strstr(r.body, "\nfakegate_payments_total{status=\"EXPIRED\"} ");
+    ck_assert_msg(line != NULL && strncmp(line, want, sizeof want - 1) == 0,
+                  "want EXPIRED 2, got: %.60s", line ? line + 1 : "(no EXPIRED series)");
+    fg_response_fini(&r);
+    stop_server(s);
+}
+END_TEST
+
 START_TEST(test_session_expires_after_session_ttl)
 {
     fg_server *s = start_args(NULL, (const char *const[]){"--session-ttl", "1", NULL});
@@ -1327,6 +1372,7 @@ static Suite *ledger_api_suite(void)
     tcase_add_test(tc, test_registered_session_confirm_must_match_order_and_amount);
     tcase_add_test(tc, test_duplicate_session_order_id_gets_duplicated_order_id);
     tcase_add_test(tc, test_session_expires_after_session_ttl);
+    tcase_add_test(tc, test_expiry_seen_first_by_the_admin_listing_is_counted);
     tcase_add_test(tc, test_strict_sessions_require_a_registered_session);
 
     tc = add_tcase(su, "test_codes_and_paths", 30);

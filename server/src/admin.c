@@ -59,10 +59,9 @@ enum handler_result admin_payments(struct gateway *g, struct request *r,
     buf_adds(&b, "{\"payments\":[");
     pthread_mutex_lock(&g->lock);
     bool first = true;
-    int64_t now_us = now_unix_us();
     for (size_t i = 0; i < g->ledger.n_all; i++) {
         struct payment *p = g->ledger.all[i];
-        ledger_expire_if_stale(p, now_us, g->cfg->session_ttl_s * 1000000);
+        gateway_expire(g, p); /* an expiry seen first here is a transition too */
         if (order_id && strcmp(p->order_id, order_id) != 0)
             continue;
         if (!first)

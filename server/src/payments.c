@@ -694,9 +694,7 @@ static void release_claim(struct gateway *g, struct request *r)
     r->claim = NULL;
 }
 
-/* Expire p if its session is over (counted as a transition); true if it is EXPIRED. Lock
- * held. */
-static bool expire(struct gateway *g, struct payment *p)
+bool gateway_expire(struct gateway *g, struct payment *p)
 {
     bool was = p->status == PAY_EXPIRED;
     bool now = ledger_expire_if_stale(p, now_unix_us(), g->cfg->session_ttl_s * 1000000);
@@ -736,7 +734,7 @@ static bool confirm_checks(struct gateway *g, struct request *r)
         r->payment = p;
         atomic_fetch_add(&g->metrics.payments[PAY_IN_PROGRESS], 1);
     }
-    if (expire(g, p) || p->status == PAY_ABORTED) {
+    if (gateway_expire(g, p) || p->status == PAY_ABORTED) {
         business_error(g, r, "NOT_FOUND_PAYMENT_SESSION", NULL, NULL);
         return false;
     }
@@ -1198,7 +1196,7 @@ static void read_payment(struct gateway *g, struct request *r)
         r->outcome = OUT_BUSINESS_ERROR;
         return;
     }
-    expire(g, p);
+    gateway_expire(g, p);
     size_t len = 0;
     char *body = render_view(g, p, p->n_cancels, p->status, &len);
     pthread_mutex_unlock(&g->lock);

@@ -87,6 +87,9 @@ void gateway_reset(struct gateway *g, struct profile *p);
  * counters (request.straddled_reset). Thread: any. */
 uint64_t gateway_generation(struct gateway *g);
 void gateway_fini(struct gateway *g);
+/* Expire p if its session is over (--session-ttl), counting the transition in
+ * fakegate_payments_total{status="EXPIRED"} once; true if p is EXPIRED. Store lock held. */
+bool gateway_expire(struct gateway *g, struct payment *p);
 
 /* POST /v1/payments/confirm, called once the whole body is in r->body (auth done).
  * Returns H_RESPOND (an error or an immediate result) or H_HOLD (r->hold_until_ns set).
