@@ -261,6 +261,34 @@ START_TEST(test_fault_override_error_commit)
 }
 END_TEST
 
+/* SPEC §3: an error with when after and commit false means the gateway never processed the
+ * request, so its record goes and a resend with the key runs again -- also when the request had
+ * ended in a business error (here: no session yet), which must not be replayed. */
+START_TEST(test_fault_override_error_uncommit_after_business_error_keeps_no_record)
+{
+    fg_server *s = start_args(NULL, (const char *const[]){"--strict-sessions", NULL});
+    fg_response r;
+    confirm_with(s, "pk_fo_unc", "order_fo_unc", 3000, "key-fo-unc",
+                 "X-Fakegate-Fault: error; status=500; code=FAILED_INTERNAL_SYSTEM_PROCESSING; "
+                 "commit=false",
+                 0, &r);
+    assert_error(&r, 500, "FAILED_INTERNAL_SYSTEM_PROCESSING");
+    fg_response_fini(&r);
+    fg_request reg = {.method = "POST", .path = "/__admin/sessions",
+                      .body = "{\"orderId\":\"order_fo_unc\",\"amount\":3000,"
+                              "\"paymentKey\":\"pk_fo_unc\"}"};
+    fg_http(s, NULL, &reg, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    /* Not the 404 NOT_FOUND_PAYMENT_SESSION the client never saw: the confirm runs now. */
+    confirm_with(s, "pk_fo_unc", "order_fo_unc", 3000, "key-fo-unc", NULL, 0, &r);
+    assert_done(&r, "pk_fo_unc", "order_fo_unc");
+    fg_response_fini(&r);
+    ck_assert_int_eq(ledger_charges(s, "order_fo_unc"), 1);
+    stop_server(s);
+}
+END_TEST
+
 START_TEST(test_fault_override_error_before_is_immediate)
 {
     fg_server *s = start_confirm("{'latency':{'dist':'fixed','ms':1000}}");
@@ -970,6 +998,7 @@ static Suite *overrides_suite(void)
     tcase_add_test(tc, test_fault_override_drop_request_close);
     tcase_add_test(tc, test_fault_override_drop_request_hang);
     tcase_add_test(tc, test_fault_override_error_commit);
+    tcase_add_test(tc, test_fault_override_error_uncommit_after_business_error_keeps_no_record);
     tcase_add_test(tc, test_fault_override_error_before_is_immediate);
     tcase_add_test(tc, test_fault_override_drip);
     tcase_add_test(tc, test_fault_override_p_zero_is_no_fault);

@@ -522,7 +522,16 @@ static void replay(struct gateway *g, struct request *r, const struct idem_recor
     request_respond(r, s->status, body, len);
 }
 
-/* A business error decided by the ledger: answer it and, if r holds a claim, store it. */
+/* An error/when=after fault with commit false: the gateway never processed the request. */
+static bool fault_uncommits(const struct request *r)
+{
+    return r->fault && r->fault->kind == FAULT_ERROR && !r->fault->when_before &&
+           !r->fault->commit;
+}
+
+/* A business error decided by the ledger: answer it and, if r holds a claim, store it --
+ * unless an error fault with commit false will replace the answer: that request was never
+ * processed, so its record goes and a resend runs again (SPEC §3). */
 static void business_error(struct gateway *g, struct request *r, const char *code,
                            const char *ko, const char *en)
 {
@@ -531,7 +540,10 @@ static void business_error(struct gateway *g, struct request *r, const char *cod
     else
         request_error(r, code, NULL);
     r->outcome = OUT_BUSINESS_ERROR;
-    if (claim_of(g, r)) {
+    if (claim_of(g, r) && fault_uncommits(r)) {
+        idem_release(&g->idem, r->claim, r);
+        r->claim = NULL;
+    } else if (r->claim) {
         struct idem_response s = {.status = r->resp.status, .en = r->lang_en};
         s.body = malloc(r->resp.body_len + 1);
         if (s.body) {
@@ -613,13 +625,6 @@ static void way_out(struct gateway *g, struct request *r)
         r->resp.wire_ms = f->duration_ms;
     }
     atomic_fetch_add(&g->metrics.faults[f->kind], 1);
-}
-
-/* An error/when=after fault with commit false: the gateway never processed the request. */
-static bool fault_uncommits(const struct request *r)
-{
-    return r->fault && r->fault->kind == FAULT_ERROR && !r->fault->when_before &&
-           !r->fault->commit;
 }
 
 /* --- the idempotency gate and test codes -------------------------------------------------- */
