@@ -631,6 +631,61 @@ START_TEST(test_sighup_reloads_and_keeps_on_invalid)
 }
 END_TEST
 
+/* Write `json` to dir/name atomically (temp file + rename). */
+static void write_profile_in(const char *dir, const char *name, const char *json)
+{
+    char tmp[FG_PATH_LEN], path[FG_PATH_LEN];
+    snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, name);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(tmp, "w");
+    ck_assert_msg(f != NULL, "fopen %s", tmp);
+    ck_assert_int_eq(fputs(json, f) >= 0, 1);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_msg(rename(tmp, path) == 0, "rename to %s", path);
+}
+
+/* SPEC §1: SIGHUP reloads the file of the profile in force: after PUT {"name": ...} that
+ * profile's file, not the start one; a profile PUT inline has no file and stays. */
+START_TEST(test_sighup_reloads_the_file_of_the_profile_in_force)
+{
+    char dir[] = "/tmp/fg-hup-XXXXXX";
+    ck_assert(mkdtemp(dir) != NULL);
+    write_profile_in(dir, "hup-b.json", "{\"name\":\"hup-b\",\"routes\":{}}");
+    const char *args[] = {"--profiles-dir", dir, NULL};
+    char *start = dq("{'name':'hup-a','routes':{}}");
+    fg_server *s = start_args(start, args);
+    free(start);
+    ck_assert(wait_profile_name(s, "hup-a", 0));
+    fg_response r;
+    fg_request put = {.method = "PUT", .path = "/__admin/profile", .body = "{\"name\":\"hup-b\"}"};
+    fg_http(s, NULL, &put, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    ck_assert(wait_profile_name(s, "hup-b", 0));
+
+    write_profile_in(dir, "hup-b.json", "{\"name\":\"hup-b-edited\",\"routes\":{}}");
+    ck_assert_int_eq(fg_kill(s, SIGHUP), 0);
+    ck_assert_msg(wait_profile_name(s, "hup-b-edited", 5000),
+                  "SIGHUP after PUT {\"name\":\"hup-b\"} did not reload hup-b.json");
+
+    fg_request inl = {.method = "PUT", .path = "/__admin/profile",
+                      .body = "{\"name\":\"hup-inline\",\"routes\":{}}"};
+    fg_http(s, NULL, &inl, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    ck_assert_int_eq(fg_kill(s, SIGHUP), 0);
+    char *err = wait_stderr(s, "no file to reload", 5000);
+    ck_assert_msg(err != NULL, "no \"no file to reload\" line after SIGHUP with an inline profile");
+    free(err);
+    ck_assert_msg(wait_profile_name(s, "hup-inline", 0), "the inline profile is not in force");
+    stop_server(s);
+    char path[FG_PATH_LEN];
+    snprintf(path, sizeof path, "%s/hup-b.json", dir);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
 /* ---- access log --------------------------------------------------------------------------- */
 
 /* The access-log lines of `text`: every non-empty line that is not a "fakegate: " note. Each
@@ -1013,6 +1068,7 @@ static Suite *overrides_suite(void)
 
     tc = add_tcase(su, "sighup", 30);
     tcase_add_test(tc, test_sighup_reloads_and_keeps_on_invalid);
+    tcase_add_test(tc, test_sighup_reloads_the_file_of_the_profile_in_force);
 
     tc = add_tcase(su, "access_log", 30);
     tcase_add_test(tc, test_access_log_text);

@@ -553,20 +553,30 @@ static int run(struct cli *clip, int argc, char **argv)
         sigwait(&set, &sig);
         if (sig != SIGHUP)
             break;
-        /* SIGHUP: reload the start profile's file; a profile that fails validation is
-         * rejected and the one in force stays (SPEC §1). */
+        /* SIGHUP: reload the file of the profile in force (the start profile, or the one last
+         * PUT or reset by name); a profile that fails validation is rejected and the one in
+         * force stays (SPEC §1). A profile given inline has no file: it stays. */
+        char in_force[PROFILE_NAME_MAX + 1];
+        char *file = gateway_profile_file(&gw, in_force);
+        if (!file) {
+            fprintf(stderr, "fakegate: SIGHUP: profile %s was applied inline, no file to reload; "
+                            "keeping it\n", in_force);
+            continue;
+        }
         struct profile *np = NULL;
-        if (profile_load_file(path, resolve_by_name, &rctx, &np, err) != 0) {
+        if (profile_load_file(file, resolve_by_name, &rctx, &np, err) != 0) {
             fprintf(stderr, "fakegate: SIGHUP: %s; keeping the profile in force\n", err);
+            free(file);
             continue;
         }
         char shown_name[PROFILE_NAME_MAX + 1];
         snprintf(shown_name, sizeof shown_name, "%s", np->name);
         if (gateway_apply(&gw, np) == 0) {
             if (!cfg->quiet)
-                fprintf(stderr, "fakegate: SIGHUP: reloaded %s (profile %s)\n", path, shown_name);
+                fprintf(stderr, "fakegate: SIGHUP: reloaded %s (profile %s)\n", file, shown_name);
         } else
             fprintf(stderr, "fakegate: SIGHUP: out of memory; keeping the profile in force\n");
+        free(file);
     }
     pthread_t t;
     pthread_create(&t, NULL, second_signal, &set);

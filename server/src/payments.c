@@ -92,6 +92,16 @@ struct live *gateway_named_live(struct gateway *g, const char *name, char err[ER
     return a ? a->live : NULL;
 }
 
+char *gateway_profile_file(struct gateway *g, char name[PROFILE_NAME_MAX + 1])
+{
+    pthread_mutex_lock(&g->apply_lock);
+    const struct profile *p = g->applied->profile; /* never NULL after init */
+    snprintf(name, PROFILE_NAME_MAX + 1, "%s", p->name);
+    char *file = p->file ? strdup(p->file) : NULL;
+    pthread_mutex_unlock(&g->apply_lock);
+    return file;
+}
+
 void gateway_reset(struct gateway *g, struct profile *p)
 {
     /* One step under apply_lock: no profile change, other reset or named lookup can land

@@ -87,6 +87,10 @@ void gateway_reset(struct gateway *g, struct profile *p);
  * counters (request.straddled_reset). Thread: any. */
 uint64_t gateway_generation(struct gateway *g);
 void gateway_fini(struct gateway *g);
+/* The profile in force: its name copied into `name`, and a malloc'd copy of the file it was
+ * read from (the start profile, or one PUT or reset by name), or NULL when it was given inline
+ * (a request body) or memory ran out. Thread: any. */
+char *gateway_profile_file(struct gateway *g, char name[PROFILE_NAME_MAX + 1]);
 /* Expire p if its session is over (--session-ttl), counting the transition in
  * fakegate_payments_total{status="EXPIRED"} once; true if p is EXPIRED. Store lock held. */
 bool gateway_expire(struct gateway *g, struct payment *p);

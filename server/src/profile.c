@@ -98,6 +98,7 @@ void profile_free(struct profile *p)
     free(p->phases);
     free(p->description);
     free(p->source);
+    free(p->file);
     free(p);
 }
 
@@ -1482,5 +1483,11 @@ int profile_load_file(const char *path, profile_resolver resolve, void *resolve_
     else
         rc = profile_parse(buf, n, path, resolve, resolve_ctx, out, err);
     free(buf);
+    if (rc == 0 && !((*out)->file = strdup(path))) {
+        profile_free(*out);
+        *out = NULL;
+        snprintf(err, ERR_LEN, "%s: out of memory", path);
+        rc = -1;
+    }
     return rc;
 }

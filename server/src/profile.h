@@ -103,6 +103,8 @@ struct profile {
     char *description;                  /* owned; may be NULL */
     char *source;                       /* owned: the profile as compact JSON, keys in the
                                            order written (GET /__admin/profile) */
+    char *file;                         /* owned: the file it was read from (profile_load_file;
+                                           SIGHUP reloads it), or NULL (a request body) */
     bool has_seed;
     uint64_t seed;                      /* "seed" in the profile, if has_seed */
     enum body_mismatch on_body_mismatch; /* "idempotency": {"on_body_mismatch": ...} */
