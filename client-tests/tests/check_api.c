@@ -759,6 +759,48 @@ START_TEST(test_wrong_secret_key_gets_401_unauthorized_key)
 }
 END_TEST
 
+/* FAKEGATE_SECRET_KEY is a comma-separated list; spaces around a key are not part of it (a list
+ * is written "a, b" in YAML and compose files). A value with no key in it is an error, not a
+ * silent "any test_sk_ key"; so is an empty --mid. */
+START_TEST(test_secret_key_list_trims_spaces_and_empty_values_exit_2)
+{
+    ck_assert_int_eq(setenv("FAKEGATE_SECRET_KEY", "live_sk_abc, test_sk_only ,", 1), 0);
+    fg_server *s = start_server(NULL);
+    ck_assert_int_eq(unsetenv("FAKEGATE_SECRET_KEY"), 0);
+    static const struct {
+        const char *cred;
+        long status;
+    } cases[] = {{"live_sk_abc:", 200}, {"test_sk_only:", 200}, {"test_sk_other:", 401}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char auth[128], body[160];
+        fg_basic_auth(cases[i].cred, auth, sizeof auth);
+        const char *headers[] = {auth, NULL};
+        snprintf(body, sizeof body,
+                 "{\"paymentKey\":\"pk_list_%zu\",\"orderId\":\"order_list_%zu\",\"amount\":100}",
+                 i, i);
+        fg_response r;
+        post_confirm_raw_body(s, body, headers, &r);
+        ck_assert_msg(r.status == cases[i].status, "%s: want %ld, got %ld %.200s", cases[i].cred,
+                      cases[i].status, r.status, r.body);
+        fg_response_fini(&r);
+    }
+    stop_server(s);
+
+    static const char *const bad[][2] = {{"--secret-key", " , "}, {"--secret-key", ""},
+                                         {"--mid", ""}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *args[] = {"--port", "0", "--quiet", bad[i][0], bad[i][1], NULL};
+        fg_run_result rr;
+        char err[FG_ERR_LEN];
+        ck_assert_msg(fg_run(args, 5000, &rr, err) == 0, "%s", err);
+        ck_assert_msg(rr.exit_status == 2 && strstr(rr.err, bad[i][0]) != NULL,
+                      "%s '%s': exit %d (want 2, naming the flag); stderr: %s", bad[i][0],
+                      bad[i][1], rr.exit_status, rr.err);
+        fg_run_result_fini(&rr);
+    }
+}
+END_TEST
+
 START_TEST(test_test_gsk_key_is_accepted_without_secret_key_flag)
 {
     fg_server *s = start_server(NULL);
@@ -1218,6 +1260,7 @@ static Suite *api_suite(void)
     tcase_add_test(tc, test_wrong_value_message_names_its_line_and_column_in_characters);
     tcase_add_test(tc, test_wrong_secret_key_gets_401_unauthorized_key);
     tcase_add_test(tc, test_test_gsk_key_is_accepted_without_secret_key_flag);
+    tcase_add_test(tc, test_secret_key_list_trims_spaces_and_empty_values_exit_2);
     tcase_add_test(tc, test_body_over_max_body_gets_413);
     tcase_add_test(tc, test_body_over_max_body_with_expect_gets_413_before_body);
     tcase_add_test(tc, test_transfer_encoding_with_content_length_gets_400_and_close);

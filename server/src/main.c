@@ -57,7 +57,7 @@ static const struct opt opts[O_COUNT] = {
     [O_IDEMPOTENCY_TTL] = {"idempotency-ttl", "SECONDS", true, "how long an Idempotency-Key record lives (default 1296000 = 15 days, as Toss)"},
     [O_SESSION_TTL] = {"session-ttl", "SECONDS", true, "payment session lifetime (default 600, Toss's 10-minute window)"},
     [O_STRICT_SESSIONS] = {"strict-sessions", NULL, true, "an unknown paymentKey → 404 NOT_FOUND_PAYMENT_SESSION (default: lenient)"},
-    [O_IDLE_TIMEOUT] = {"idle-timeout", "SECONDS", true, "close idle keep-alive connections after this many seconds (default 30)"},
+    [O_IDLE_TIMEOUT] = {"idle-timeout", "SECONDS", true, "close idle keep-alive connections after this many seconds (default 30; 0 = never)"},
     [O_CONSECUTIVE_CANCEL_MS] = {"consecutive-cancel-ms", "MS", true, "a cancel within this many ms of the payment's previous cancel → 403 FORBIDDEN_CONSECUTIVE_REQUEST (default 1000, as Toss; 0 = off)"},
     [O_ADMIN_TOKEN] = {"admin-token", "TOKEN", true, "require 'Authorization: Bearer TOKEN' on /__admin routes (not /__admin/health; /healthz and /metrics stay open)"},
     [O_LOG] = {"log", "FORMAT", true, "access log on stderr, one line per request: text (default) or json"},
@@ -153,16 +153,31 @@ static int apply(struct cli *c, int id, const char *val, const char *src)
             return -1;
         }
         c->copies[c->n_copies++] = copy;
+        size_t before = cfg->n_secret_keys;
         for (char *k = strtok_r(copy, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+            /* "a, b" as a list is written in YAML and compose files: spaces around a key are
+             * not part of it. */
+            k += strspn(k, " \t");
+            size_t n = strlen(k);
+            while (n > 0 && (k[n - 1] == ' ' || k[n - 1] == '\t'))
+                k[--n] = '\0';
+            if (n == 0)
+                continue;
             if (cfg->n_secret_keys == MAX_SECRET_KEYS) {
                 fprintf(stderr, "fakegate: --secret-key: at most %d keys\n", MAX_SECRET_KEYS);
                 return -1;
             }
             c->secret_keys[cfg->n_secret_keys++] = k; /* points into c->copies */
         }
+        if (cfg->n_secret_keys == before)
+            goto bad; /* no key in it: an empty value would silently mean "any test_sk_" */
         return 0;
     }
-    case O_MID: cfg->mid = val; return 0;
+    case O_MID:
+        if (val[0] == '\0')
+            goto bad;
+        cfg->mid = val;
+        return 0;
     case O_ADMIN_TOKEN: cfg->admin_token = val; return 0;
     case O_LOG:
         if (strcmp(val, "text") != 0 && strcmp(val, "json") != 0)
