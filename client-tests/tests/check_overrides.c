@@ -289,6 +289,33 @@ START_TEST(test_fault_override_error_uncommit_after_business_error_keeps_no_reco
 }
 END_TEST
 
+/* SPEC §4: the header takes a fault object's grammar; retry_after=N is whole seconds (the
+ * object {"format":"seconds","value":N}), a word names the format, anything else is refused. */
+START_TEST(test_fault_override_error_with_retry_after_seconds)
+{
+    fg_server *s = start_instant();
+    fg_response r;
+    confirm_with(s, "pk_fo_ra", "order_fo_ra", 3000, NULL,
+                 "X-Fakegate-Fault: error; status=429; code=COMMON_ERROR; retry_after=5", 0, &r);
+    assert_error(&r, 429, "COMMON_ERROR");
+    ck_assert_str_eq(r.retry_after, "5");
+    fg_response_fini(&r);
+    confirm_with(s, "pk_fo_ra", "order_fo_ra", 3000, NULL,
+                 "X-Fakegate-Fault: error; status=429; code=COMMON_ERROR; retry_after=none", 0,
+                 &r);
+    assert_error(&r, 429, "COMMON_ERROR");
+    ck_assert_str_eq(r.retry_after, "");
+    fg_response_fini(&r);
+    confirm_with(s, "pk_fo_ra", "order_fo_ra", 3000, NULL,
+                 "X-Fakegate-Fault: error; status=429; code=COMMON_ERROR; retry_after=1.5", 0,
+                 &r);
+    assert_error(&r, 400, "INVALID_REQUEST");
+    ck_assert_msg(strstr(fg_json_str(r.json, "message"), "retry_after") != NULL, "%s", r.body);
+    fg_response_fini(&r);
+    stop_server(s);
+}
+END_TEST
+
 START_TEST(test_fault_override_error_before_is_immediate)
 {
     fg_server *s = start_confirm("{'latency':{'dist':'fixed','ms':1000}}");
@@ -1053,6 +1080,7 @@ static Suite *overrides_suite(void)
     tcase_add_test(tc, test_fault_override_drop_request_close);
     tcase_add_test(tc, test_fault_override_drop_request_hang);
     tcase_add_test(tc, test_fault_override_error_commit);
+    tcase_add_test(tc, test_fault_override_error_with_retry_after_seconds);
     tcase_add_test(tc, test_fault_override_error_uncommit_after_business_error_keeps_no_record);
     tcase_add_test(tc, test_fault_override_error_before_is_immediate);
     tcase_add_test(tc, test_fault_override_drip);

@@ -20,11 +20,19 @@ static char *trim(char *s)
     return s;
 }
 
-/* A value as JSON: a number, true/false, a list of numbers for attempts, else a string. */
+/* A value as JSON: a number, true/false, a list of numbers for attempts, else a string;
+ * retry_after is the profile's object: retry_after=5 is {"format":"seconds","value":5}, a word
+ * is a format (retry_after=http-date, retry_after=none). */
 static json_t *value_of(const char *key, const char *v)
 {
     char *end;
     double d = strtod(v, &end);
+    if (strcmp(key, "retry_after") == 0) {
+        if (!*v || *end || !isfinite(d))
+            return json_pack("{s:s}", "format", v);
+        json_t *n = d == floor(d) && fabs(d) < 9e15 ? json_integer((json_int_t)d) : json_real(d);
+        return json_pack("{s:s,s:o}", "format", "seconds", "value", n); /* 1.5: refused there */
+    }
     if (*v && !*end && isfinite(d)) {
         if (d == floor(d) && fabs(d) < 9e15)
             return json_integer((json_int_t)d);
@@ -43,8 +51,6 @@ static json_t *value_of(const char *key, const char *v)
         free(copy);
         return a;
     }
-    if (strcmp(key, "retry_after") == 0) /* retry_after=5 is handled above; a word is a format */
-        return json_pack("{s:s}", "format", v);
     return json_string(v);
 }
 
