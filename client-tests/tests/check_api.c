@@ -909,6 +909,45 @@ START_TEST(test_transfer_encoding_with_content_length_gets_400_and_close)
 }
 END_TEST
 
+/* RFC 9112 §6.3 (and SPEC §7's "never zero bytes"): a body whose length cannot be known --
+ * two Content-Length headers that disagree, or a Transfer-Encoding other than chunked -- gets
+ * 400 INVALID_REQUEST and a close, and nothing runs. Before, the first took the first length
+ * and read the rest as the next request; the second waited for the body until the idle
+ * timeout. */
+START_TEST(test_unknowable_body_length_gets_400_and_close)
+{
+    fg_server *s = start_server(NULL);
+    static const char *const framing[] = {
+        "Content-Length: 60\r\nContent-Length: 61\r\n",
+        "Transfer-Encoding: gzip\r\n",
+        "Transfer-Encoding: gzip, chunked\r\n",
+    };
+    const char *json = "{\"paymentKey\":\"pk_frm_1\",\"orderId\":\"order_frm_1\",\"amount\":1}";
+    ck_assert_uint_eq(strlen(json), 60);
+    for (size_t i = 0; i < sizeof framing / sizeof framing[0]; i++) {
+        char raw[1024];
+        int n = snprintf(raw, sizeof raw,
+                         "POST " CONFIRM_PATH " HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n"
+                         "Content-Type: application/json\r\n%s\r\n%s",
+                         s->auth_header, framing[i], json);
+        ck_assert(n > 0 && (size_t)n < sizeof raw);
+        fg_raw_response rr;
+        char err[FG_ERR_LEN];
+        ck_assert_msg(fg_raw(s, raw, (size_t)n, 5000, &rr, err) == 0, "%s", err);
+        ck_assert_msg(rr.status == 400 && rr.json != NULL &&
+                          strcmp(fg_json_str(rr.json, "code"), "INVALID_REQUEST") == 0,
+                      "[%zu] got %d: %s", i, rr.status, rr.data);
+        char conn[64] = "";
+        fg_raw_header(&rr, "Connection", conn, sizeof conn);
+        ck_assert_msg(strcasecmp(conn, "close") == 0, "[%zu] Connection: \"%s\"", i, conn);
+        ck_assert_msg(rr.closed, "[%zu] connection left open", i);
+        fg_raw_response_fini(&rr);
+    }
+    ck_assert_uint_eq(ledger_size(s), 0);
+    stop_server(s);
+}
+END_TEST
+
 START_TEST(test_unknown_route_gets_404_not_found)
 {
     fg_server *s = start_server(NULL);
@@ -1264,6 +1303,7 @@ static Suite *api_suite(void)
     tcase_add_test(tc, test_body_over_max_body_gets_413);
     tcase_add_test(tc, test_body_over_max_body_with_expect_gets_413_before_body);
     tcase_add_test(tc, test_transfer_encoding_with_content_length_gets_400_and_close);
+    tcase_add_test(tc, test_unknowable_body_length_gets_400_and_close);
     tcase_add_test(tc, test_unknown_route_gets_404_not_found);
     tcase_add_test(tc, test_get_on_confirm_path_reads_payment_key_confirm);
     tcase_add_test(tc, test_wrong_method_gets_405_with_allow);

@@ -162,9 +162,16 @@ static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const cha
     } else if (HEADER_IS(key, klen, "Accept-Language")) {
         r->lang_en = strncasecmp(value, "en", 2) == 0;
     } else if (HEADER_IS(key, klen, "Content-Length")) {
+        uint64_t n = strtoull(value, NULL, 10);
+        if (r->has_content_length && n != r->content_length)
+            r->framing_error = "Content-Length";
         r->has_content_length = true;
-        r->content_length = strtoull(value, NULL, 10);
+        r->content_length = n;
     } else if (HEADER_IS(key, klen, "Transfer-Encoding")) {
+        /* libmicrohttpd 0.9.75 reads any other coding as a body until the connection closes:
+         * the request would wait for ever. */
+        if (strcasecmp(value, "chunked") != 0)
+            r->framing_error = "Transfer-Encoding";
         r->chunked = true;
     }
     return MHD_YES;

@@ -96,6 +96,9 @@ struct request {
     bool has_content_length;
     uint64_t content_length;
     bool chunked;
+    const char *framing_error; /* a static message: two different Content-Length values, or a
+                                  Transfer-Encoding other than chunked (RFC 9112 §6.3: 400 and
+                                  close, the body's length cannot be known) */
     bool header_too_large; /* request line + headers above 8 KiB */
     struct buf body;
     bool body_too_large;

@@ -411,6 +411,16 @@ static enum handler_result on_headers(struct request *r)
         r->resp.close = true;
         return H_RESPOND;
     }
+    if (r->framing_error) {
+        bool cl = strcmp(r->framing_error, "Content-Length") == 0;
+        request_error(r, "INVALID_REQUEST",
+                      cl ? (r->lang_en ? "Content-Length is sent twice with different values."
+                                       : "Content-Length가 서로 다른 값으로 두 번 왔습니다.")
+                         : (r->lang_en ? "Transfer-Encoding other than chunked is not supported."
+                                       : "Transfer-Encoding은 chunked만 지원합니다."));
+        r->resp.close = true;
+        return H_RESPOND;
+    }
     if (r->chunked && r->has_content_length) {
         request_error(r, "INVALID_REQUEST",
                       r->lang_en ? "Transfer-Encoding and Content-Length must not both be sent."
