@@ -1268,9 +1268,25 @@ START_TEST(test_probe_exits_nonzero_when_nothing_listens)
     fg_run_result rr;
     char err[FG_ERR_LEN];
     ck_assert_msg(fg_run(args, 10000, &rr, err) == 0, "%s", err);
-    ck_assert_msg(rr.exit_status > 0, "probe exit %d against a closed port", rr.exit_status);
+    ck_assert_msg(rr.exit_status == 1, "probe exit %d against a closed port", rr.exit_status);
     fg_run_result_fini(&rr);
     close(fd);
+}
+END_TEST
+
+/* A bad --port is a usage error, as for the server: exit 2 naming the flag. */
+START_TEST(test_probe_with_a_bad_port_exits_2_naming_it)
+{
+    static const char *const bad[] = {"abc", "0", "65536"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *args[] = {"probe", "--port", bad[i], NULL};
+        fg_run_result rr;
+        char err[FG_ERR_LEN];
+        ck_assert_msg(fg_run(args, 10000, &rr, err) == 0, "%s", err);
+        ck_assert_msg(rr.exit_status == 2 && strstr(rr.err, "--port") != NULL,
+                      "probe --port %s: exit %d; stderr: %s", bad[i], rr.exit_status, rr.err);
+        fg_run_result_fini(&rr);
+    }
 }
 END_TEST
 
@@ -1319,6 +1335,7 @@ static Suite *api_suite(void)
     tcase_add_test(tc, test_sigterm_answers_held_request_and_exits_0);
     tcase_add_test(tc, test_probe_exits_0_against_running_server);
     tcase_add_test(tc, test_probe_exits_nonzero_when_nothing_listens);
+    tcase_add_test(tc, test_probe_with_a_bad_port_exits_2_naming_it);
     return su;
 }
 

@@ -428,6 +428,11 @@ static int probe(int argc, char **argv)
             return 2;
         }
     }
+    uint64_t port_n;
+    if (!parse_u64(port, 65535, &port_n) || port_n == 0) {
+        fprintf(stderr, "fakegate probe: --port: invalid value '%s' (1-65535)\n", port);
+        return 2;
+    }
     if (strcmp(host, "0.0.0.0") == 0)
         host = "127.0.0.1";
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
