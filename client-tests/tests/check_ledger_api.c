@@ -861,6 +861,9 @@ START_TEST(test_transactions_date_bounds)
         "startDate=2000-01-01T00:00:00&endDate=yesterday",
         "startDate=2000-01-01T00:00:00%2B09:00&endDate=2100-01-01T00:00:00",
         "startDate=2000-01-01 00:00:00&endDate=2100-01-01T00:00:00",
+        "startDate=2026-02-30T00:00:00&endDate=2100-01-01T00:00:00", /* no such day */
+        "startDate=2000-01-01T00:00:00&endDate=2027-02-29T00:00:00", /* not a leap year */
+        "startDate=2000-04-31T00:00:00&endDate=2100-01-01T00:00:00",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char path[FG_PATH_LEN];

@@ -1125,8 +1125,11 @@ static bool parse_kst(const char *s, int64_t *out)
             return false;
         rest += digits;
     }
-    if (*rest || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
-        return false;
+    static const int mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (*rest || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || (mo == 2 && d == 29 && !leap) ||
+        h > 23 || mi > 59 || se > 60)
+        return false; /* 2026-02-30 is no day: timegm would read it as March 2 */
     struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h,
                     .tm_min = mi, .tm_sec = se};
     *out = (int64_t)timegm(&tm) - 9 * 3600;
