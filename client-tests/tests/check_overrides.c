@@ -506,6 +506,37 @@ START_TEST(test_profile_override_invalid_names)
 }
 END_TEST
 
+/* An override header sent twice: which one was meant is a guess, so neither wins (as two
+ * Idempotency-Key headers are refused). */
+START_TEST(test_override_header_sent_twice_is_refused)
+{
+    fg_server *s = start_args(NULL, PROFILES_DIR_ARGS);
+    static const char *const twice[][2] = {
+        {"X-Fakegate-Profile: slow", "X-Fakegate-Profile: ../../x"},
+        {"X-Fakegate-Fault: drop_request", "X-Fakegate-Fault: drip; duration_ms=10"},
+        {"X-Fakegate-Latency-Ms: 1", "X-Fakegate-Latency-Ms: 2"},
+    };
+    for (size_t i = 0; i < sizeof twice / sizeof twice[0]; i++) {
+        const char *headers[] = {s->auth_header, "Content-Type: application/json", twice[i][0],
+                                 twice[i][1], NULL};
+        char body[128];
+        snprintf(body, sizeof body,
+                 "{\"paymentKey\":\"pk_twice_%zu\",\"orderId\":\"order_twice_%zu\",\"amount\":1}",
+                 i, i);
+        fg_request req = {.method = "POST", .path = CONFIRM_PATH, .body = body, .headers = headers};
+        fg_response r;
+        fg_http(s, NULL, &req, &r);
+        assert_error(&r, 400, "INVALID_REQUEST");
+        char name[32];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(twice[i][0], ":"), twice[i][0]);
+        ck_assert_msg(strstr(fg_json_str(r.json, "message"), name) != NULL, "%s", r.body);
+        fg_response_fini(&r);
+    }
+    ck_assert_uint_eq(ledger_size(s), 0);
+    stop_server(s);
+}
+END_TEST
+
 /* A profile named by X-Fakegate-Profile keeps its state (token bucket, `times` budgets)
  * between requests, and POST /__admin/reset starts it afresh, as it does the active one
  * (SPEC §5: reset refills token buckets and resets `times` budgets). */
@@ -1092,6 +1123,7 @@ static Suite *overrides_suite(void)
     tc = add_tcase(su, "profile", 30);
     tcase_add_test(tc, test_profile_override_slow_then_fast);
     tcase_add_test(tc, test_profile_override_invalid_names);
+    tcase_add_test(tc, test_override_header_sent_twice_is_refused);
     tcase_add_test(tc, test_reset_refills_a_profile_named_by_the_header);
 
     tc = add_tcase(su, "sighup", 30);

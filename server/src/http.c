@@ -151,13 +151,19 @@ static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const cha
         if (!r->test_code)
             r->test_code = strdup(value);
     } else if (HEADER_IS(key, klen, "X-Fakegate-Profile")) {
-        if (!r->ovr_profile)
+        if (r->ovr_profile)
+            r->ovr_twice = "X-Fakegate-Profile";
+        else
             r->ovr_profile = strdup(value);
     } else if (HEADER_IS(key, klen, "X-Fakegate-Fault")) {
-        if (!r->ovr_fault)
+        if (r->ovr_fault)
+            r->ovr_twice = "X-Fakegate-Fault";
+        else
             r->ovr_fault = strdup(value);
     } else if (HEADER_IS(key, klen, "X-Fakegate-Latency-Ms")) {
-        if (!r->ovr_latency)
+        if (r->ovr_latency)
+            r->ovr_twice = "X-Fakegate-Latency-Ms";
+        else
             r->ovr_latency = strdup(value);
     } else if (HEADER_IS(key, klen, "Accept-Language")) {
         r->lang_en = strncasecmp(value, "en", 2) == 0;

@@ -90,6 +90,7 @@ struct request {
     char *ovr_profile;     /* X-Fakegate-Profile, or NULL */
     char *ovr_fault;       /* X-Fakegate-Fault, or NULL */
     char *ovr_latency;     /* X-Fakegate-Latency-Ms, or NULL */
+    const char *ovr_twice; /* the name of an X-Fakegate-* header sent twice (400), or NULL */
     int idem_key_count;    /* how many Idempotency-Key headers */
     bool idem_key_folded;  /* one was folded over several lines */
     bool lang_en;          /* Accept-Language asks for English */

@@ -260,6 +260,13 @@ static bool admit(struct request *r)
     int64_t now = now_mono_ns(), since;
     struct live *root = atomic_load(&gw->live);
     char err[ERR_LEN];
+    if (r->ovr_twice) { /* which one wins would be a guess: say so */
+        char msg[96];
+        snprintf(msg, sizeof msg, "%s: sent twice; send it once", r->ovr_twice);
+        request_error(r, "INVALID_REQUEST", msg);
+        r->outcome = OUT_INVALID;
+        return false;
+    }
     if (r->ovr_profile && !(root = gateway_named_live(gw, r->ovr_profile, err))) {
         char msg[ERR_LEN + 64];
         snprintf(msg, sizeof msg, "X-Fakegate-Profile: %s", err);
