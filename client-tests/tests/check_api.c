@@ -524,6 +524,8 @@ static const struct bad_case bad_cases[] = {
      "UNAUTHORIZED_KEY", NULL, NULL, NOWHERE},
     {"malformed JSON", NULL, "{\"paymentKey\": \"{PK}\", \"orderId\" \"{OID}\", \"amount\": 1000}",
      IDEM_NORMAL, 400, "INVALID_REQUEST", NULL, NULL, AT_PARSE_ERROR},
+    {"NUL in a string", NULL, "{\"paymentKey\":\"{PK}\\u0000\",\"orderId\":\"{OID}\",\"amount\":1}",
+     IDEM_NORMAL, 400, "INVALID_REQUEST", NULL, "(NUL)", AT_PARSE_ERROR},
     {"duplicate keys", NULL,
      "{\"paymentKey\":\"{PK}\",\"orderId\":\"{OID}\",\"amount\":1000,\"amount\":1000}", IDEM_NORMAL,
      400, "INVALID_REQUEST", NULL, NULL, NOWHERE},

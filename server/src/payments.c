@@ -295,9 +295,13 @@ static bool parse_body(struct request *r, json_t **out)
             snprintf(en, sizeof en, "%s: must be an integer from 1 to %lld (line %d, column %d)",
                      key, (long long)MAX_SAFE_INT, err.line, err.column);
         } else {
+            /* jansson names its own flag here; say what is wrong instead. */
+            const char *what = strstr(err.text, "JSON_ALLOW_NUL")
+                                   ? "\\u0000 (NUL) is not allowed in a string"
+                                   : err.text;
             snprintf(ko, sizeof ko, "잘못된 요청입니다. JSON 형식 오류: %s (line %d, column %d)",
-                     err.text, err.line, err.column);
-            snprintf(en, sizeof en, "Invalid JSON: %s (line %d, column %d)", err.text, err.line,
+                     what, err.line, err.column);
+            snprintf(en, sizeof en, "Invalid JSON: %s (line %d, column %d)", what, err.line,
                      err.column);
         }
         invalid(r, "INVALID_REQUEST", ko, en);
