@@ -20,8 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "testkit.h"
 
@@ -1264,6 +1268,54 @@ START_TEST(test_confirm_held_across_reset_leaves_the_new_ledger_alone)
 }
 END_TEST
 
+/* A confirm whose headers came before a reset and its body after it is answered 500 and leaves
+ * no trace in the new state: not even an attempt count (the next confirm of that order is its
+ * attempt 1 again, so a fault with "attempts": [1] still fires for it). */
+START_TEST(test_confirm_whose_body_comes_after_a_reset_counts_no_attempt)
+{
+    fg_server *s = start_confirm("{'latency':{'dist':'fixed','ms':0}}");
+    const char *body = "{\"paymentKey\":\"pk_rb\",\"orderId\":\"ord_rb\",\"amount\":1000}";
+    char head[512];
+    int hn = snprintf(head, sizeof head,
+                      "POST " CONFIRM_PATH " HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n"
+                      "Content-Type: application/json\r\nContent-Length: %zu\r\n"
+                      "Connection: close\r\n\r\n",
+                      s->auth_header, strlen(body));
+    ck_assert(hn > 0 && (size_t)hn < sizeof head);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert(fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    ck_assert_int_eq((int)write(fd, head, (size_t)hn), hn);
+    /* Admitted at its headers: counted in flight from then on. */
+    ck_assert_double_eq(wait_metric(s, "fakegate_in_flight", "route", "confirm", 1, 5000), 1);
+    reset_now(s);
+    ck_assert_int_eq((int)write(fd, body, strlen(body)), (int)strlen(body));
+    char resp[4096];
+    size_t got = 0;
+    for (ssize_t n; got < sizeof resp - 1 && (n = read(fd, resp + got, sizeof resp - 1 - got)) > 0;)
+        got += (size_t)n;
+    resp[got] = '\0';
+    close(fd);
+    ck_assert_msg(strncmp(resp, "HTTP/1.1 500", 12) == 0 &&
+                      strstr(resp, "FAILED_INTERNAL_SYSTEM_PROCESSING") != NULL,
+                  "the request straddling the reset: %.300s", resp);
+    ck_assert_uint_eq(ledger_size(s), 0);
+
+    fg_response r;
+    confirm_fresh(s, "pk_rb", "ord_rb", 1000, NULL, 0, &r);
+    assert_done(&r, "pk_rb", "ord_rb");
+    fg_response_fini(&r);
+    json_t *j = journal(s, 0);
+    json_t *e = entry_for(j, "ord_rb");
+    ck_assert_ptr_nonnull(e);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(e, "attempt")), 1);
+    json_decref(j);
+    stop_server(s);
+}
+END_TEST
+
 /* A cancel in its latency when a reset runs must not cancel the payment of the same paymentKey
  * confirmed after the reset. */
 START_TEST(test_cancel_held_across_reset_leaves_the_new_payment_alone)
@@ -2227,6 +2279,7 @@ static Suite *admin_suite(void)
     tcase_add_test(tc, test_confirm_held_across_reset_leaves_the_new_ledger_alone);
     tcase_add_test(tc, test_cancel_held_across_reset_leaves_the_new_payment_alone);
     tcase_add_test(tc, test_confirm_queued_across_reset_charges_nothing);
+    tcase_add_test(tc, test_confirm_whose_body_comes_after_a_reset_counts_no_attempt);
 
     tc = add_tcase(su, "metrics", 30);
     tcase_add_test(tc, test_metrics_text_is_prometheus);

@@ -982,6 +982,8 @@ enum handler_result payments_confirm(struct gateway *g, struct request *r)
         request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
         return H_RESPOND;
     }
+    if (straddles_reset(g, r)) /* before plan: it would count in the new attempts */
+        return answer_straddled(r);
     plan(g, r, r->idem_key ? r->idem_key : r->order_id);
 
     /* Lenient sessions: the payment exists from its first valid confirm (SPEC §2.1). Not in
@@ -1050,6 +1052,8 @@ enum handler_result payments_cancel(struct gateway *g, struct request *r)
         request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
         return H_RESPOND;
     }
+    if (straddles_reset(g, r)) /* before plan: it would count in the new attempts */
+        return answer_straddled(r);
     plan(g, r, r->idem_key ? r->idem_key : r->payment_key);
     return enqueue(g, r);
 }
@@ -1243,6 +1247,8 @@ static enum handler_result read_now(struct gateway *g, struct request *r)
 enum handler_result payments_read(struct gateway *g, struct request *r)
 {
     /* A transactions query has no key in its path: its identity is the path. */
+    if (straddles_reset(g, r)) /* before plan: it would count in the new attempts */
+        return answer_straddled(r);
     plan(g, r, r->path_param ? r->path_param : r->path);
     return enqueue(g, r);
 }

@@ -82,9 +82,11 @@ struct live *gateway_named_live(struct gateway *g, const char *name, char err[ER
  * windows) -- all as one step under apply_lock. Thread: any. */
 void gateway_reset(struct gateway *g, struct profile *p);
 /* The reset count now, without the store lock. A /v1 request is stamped with it when admitted
- * (request.generation); one still queued or in its latency when a reset runs is answered 500
- * FAILED_INTERNAL_SYSTEM_PROCESSING without touching the new ledger, idempotency records or
- * counters (request.straddled_reset). Thread: any. */
+ * (request.generation); one whose body, queue or latency a reset runs into is answered 500
+ * FAILED_INTERNAL_SYSTEM_PROCESSING without touching the new ledger, idempotency records,
+ * attempt counts or counters (request.straddled_reset). Exact for the ledger and the records
+ * (checked under the store lock where they are touched); for attempt counts, faults drawn and
+ * reads, as of an unlocked check a few microseconds earlier. Thread: any. */
 uint64_t gateway_generation(struct gateway *g);
 void gateway_fini(struct gateway *g);
 /* The profile in force: its name copied into `name`, and a malloc'd copy of the file it was
@@ -92,7 +94,8 @@ void gateway_fini(struct gateway *g);
  * (a request body) or memory ran out. Thread: any. */
 char *gateway_profile_file(struct gateway *g, char name[PROFILE_NAME_MAX + 1]);
 /* Expire p if its session is over (--session-ttl), counting the transition in
- * fakegate_payments_total{status="EXPIRED"} once; true if p is EXPIRED. Store lock held. */
+ * fakegate_payments_total{status="EXPIRED"} once; true if p is EXPIRED. Thread: any, with the
+ * store lock (g->lock) held. */
 bool gateway_expire(struct gateway *g, struct payment *p);
 
 /* POST /v1/payments/confirm, called once the whole body is in r->body (auth done).
