@@ -946,6 +946,34 @@ START_TEST(test_unknowable_body_length_gets_400_and_close)
         fg_raw_response_fini(&rr);
     }
     ck_assert_uint_eq(ledger_size(s), 0);
+    /* What is not ambiguous still works: the same length twice, and the coding's name in
+     * another case (RFC 9112: case-insensitive). */
+    static const char *const fine[] = {
+        "Content-Length: 60\r\nContent-Length: 60\r\n",
+        "Transfer-Encoding: Chunked\r\n",
+    };
+    for (size_t i = 0; i < sizeof fine / sizeof fine[0]; i++) {
+        char body[256], raw[1024];
+        if (i == 0)
+            snprintf(body, sizeof body, "%s", json);
+        else
+            snprintf(body, sizeof body, "%zx\r\n%s\r\n0\r\n\r\n", strlen(json), json);
+        int n = snprintf(raw, sizeof raw,
+                         "POST " CONFIRM_PATH " HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n"
+                         "Content-Type: application/json\r\nConnection: close\r\n%s\r\n%s",
+                         s->auth_header, fine[i], body);
+        ck_assert(n > 0 && (size_t)n < sizeof raw);
+        fg_raw_response rr;
+        char err[FG_ERR_LEN];
+        ck_assert_msg(fg_raw(s, raw, (size_t)n, 5000, &rr, err) == 0, "%s", err);
+        /* The second runs the same confirm again: its body was read, so the ledger answers. */
+        const char *code = rr.json ? fg_json_str(rr.json, "code") : NULL;
+        ck_assert_msg(i == 0 ? rr.status == 200
+                             : rr.status == 400 && code != NULL &&
+                                   strcmp(code, "ALREADY_PROCESSED_PAYMENT") == 0,
+                      "[fine %zu] got %d: %s", i, rr.status, rr.data);
+        fg_raw_response_fini(&rr);
+    }
     stop_server(s);
 }
 END_TEST

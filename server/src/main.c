@@ -430,7 +430,8 @@ static int probe(int argc, char **argv)
     }
     uint64_t port_n;
     if (!parse_u64(port, 65535, &port_n) || port_n == 0) {
-        fprintf(stderr, "fakegate probe: --port: invalid value '%s' (1-65535)\n", port);
+        fprintf(stderr, "fakegate probe: --port (or FAKEGATE_PORT): invalid value '%s' (1-65535)\n",
+                port);
         return 2;
     }
     if (strcmp(host, "0.0.0.0") == 0)

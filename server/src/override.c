@@ -21,17 +21,22 @@ static char *trim(char *s)
 }
 
 /* A value as JSON: a number, true/false, a list of numbers for attempts, else a string;
- * retry_after is the profile's object: retry_after=5 is {"format":"seconds","value":5}, a word
- * is a format (retry_after=http-date, retry_after=none). */
+ * retry_after is the profile's object: retry_after=5 is {"format":"seconds","value":5},
+ * retry_after=auto is the same with "auto", another word is a format (http-date, none). */
 static json_t *value_of(const char *key, const char *v)
 {
     char *end;
     double d = strtod(v, &end);
     if (strcmp(key, "retry_after") == 0) {
-        if (!*v || *end || !isfinite(d))
-            return json_pack("{s:s}", "format", v);
-        json_t *n = d == floor(d) && fabs(d) < 9e15 ? json_integer((json_int_t)d) : json_real(d);
-        return json_pack("{s:s,s:o}", "format", "seconds", "value", n); /* 1.5: refused there */
+        size_t digits = strspn(v, "0123456789");
+        if (digits > 0 && digits <= 15 && !v[digits]) /* whole seconds, decimal only */
+            return json_pack("{s:s,s:I}", "format", "seconds", "value",
+                             (json_int_t)strtoll(v, NULL, 10));
+        if (strcmp(v, "auto") == 0)
+            return json_pack("{s:s,s:s}", "format", "seconds", "value", "auto");
+        if (*v && !*end) /* 1.5, 1e1, 0x10: a number, but not whole seconds: refused there */
+            return json_pack("{s:s,s:f}", "format", "seconds", "value", d);
+        return json_pack("{s:s}", "format", v);
     }
     if (*v && !*end && isfinite(d)) {
         if (d == floor(d) && fabs(d) < 9e15)

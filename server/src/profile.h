@@ -147,8 +147,9 @@ int profile_parse(const char *text, size_t len, const char *origin, profile_reso
 int profile_parse_fault(const char *fault_json, size_t len, struct profile **out,
                         char err[ERR_LEN]);
 
-/* Read `path` and profile_parse it with `path` as origin. Same returns; a file that cannot be
- * read gives "path: strerror". */
+/* Read `path` and profile_parse it with `path` as origin; the profile keeps a copy of `path` in
+ * `file` (owned; SIGHUP reloads it). Same returns; a file that cannot be read gives
+ * "path: strerror". */
 int profile_load_file(const char *path, profile_resolver resolve, void *resolve_ctx,
                       struct profile **out, char err[ERR_LEN]);
 
