@@ -2214,6 +2214,131 @@ static void *good_client_main(void *arg)
     return NULL;
 }
 
+/* Only an answer the client got can be resent "after": a client that timed out never saw the
+ * 503 or its Retry-After, so its resend under the same key is not an early retry. */
+START_TEST(test_report_ignores_answers_the_client_never_got)
+{
+    fg_server *s = start_confirm("{'latency':{'dist':'fixed','ms':0}}");
+    fg_response r;
+    confirm_with(s, "pk_ud", "ord_ud", 1000, "key-ud",
+                 "X-Fakegate-Fault: error; status=503; code=SERVICE_UNAVAILABLE; retry_after=5; "
+                 "commit=false\r\nX-Fakegate-Latency-Ms: 600",
+                 200, &r);
+    ck_assert_msg(r.status == 0, "the client should have timed out, got %ld", r.status);
+    fg_response_fini(&r);
+    ck_assert_double_eq(wait_metric(s, "fakegate_in_flight", "route", "confirm", 0, 5000), 0);
+    confirm_fresh(s, "pk_ud", "ord_ud", 1000, "key-ud", 0, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    assert_no_findings(s);
+    stop_server(s);
+}
+END_TEST
+
+/* A decline forced with TossPayments-Test-Code (the usual way a test makes a card decline) is
+ * answered before the request is planned; sending the same request again after it is still a
+ * retried 4xx. */
+START_TEST(test_report_retried_4xx_after_a_test_code_decline)
+{
+    fg_server *s = start_confirm("{'latency':{'dist':'fixed','ms':0}}");
+    for (int i = 0; i < 2; i++) {
+        fg_response r;
+        confirm_with(s, "pk_tc", "ord_tc", 1000, "key-tc", "TossPayments-Test-Code: REJECT_CARD_PAYMENT",
+                     0, &r);
+        assert_error(&r, 403, "REJECT_CARD_PAYMENT");
+        fg_response_fini(&r);
+    }
+    const char *kinds[] = {"retried_4xx", NULL};
+    const char *ex[] = {"ord_tc", NULL};
+    assert_report(s, kinds, "retried_4xx", ex);
+    stop_server(s);
+}
+END_TEST
+
+/* new_key_resend looks at what committed, not at the answer: an error fault with commit true
+ * hides a commit (flagged when a new key follows), and the replay of a stored 4xx is no commit
+ * (not flagged: the old key can only replay the 400, so a new key is the way on). */
+START_TEST(test_report_new_key_resend_follows_commits_not_answers)
+{
+    fg_server *s = start_confirm("{'latency':{'dist':'fixed','ms':0}}");
+    fg_response r;
+    confirm_with(s, "pk_ct", "ord_ct", 1000, "key-ct-1",
+                 "X-Fakegate-Fault: error; status=500; code=FAILED_INTERNAL_SYSTEM_PROCESSING; "
+                 "commit=true",
+                 0, &r);
+    assert_error(&r, 500, "FAILED_INTERNAL_SYSTEM_PROCESSING");
+    fg_response_fini(&r);
+    confirm_fresh(s, "pk_ct", "ord_ct", 1000, "key-ct-2", 0, &r);
+    assert_error(&r, 400, "ALREADY_PROCESSED_PAYMENT");
+    fg_response_fini(&r);
+    const char *kinds[] = {"new_key_resend", NULL};
+    const char *ex[] = {"ord_ct", NULL};
+    assert_report(s, kinds, "new_key_resend", ex);
+
+    reset_now(s);
+    /* A wrong amount for a registered session: 400, stored; its replay; then the fix under a
+     * new key. */
+    fg_request reg = {.method = "POST", .path = "/__admin/sessions",
+                      .body = "{\"orderId\":\"ord_rp\",\"amount\":1000,\"paymentKey\":\"pk_rp\"}"};
+    fg_http(s, NULL, &reg, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    for (int i = 0; i < 2; i++) {
+        confirm_fresh(s, "pk_rp", "ord_rp", 999, "key-rp-1", 0, &r);
+        assert_error(&r, 400, "INVALID_REQUEST");
+        fg_response_fini(&r);
+    }
+    confirm_fresh(s, "pk_rp", "ord_rp", 1000, "key-rp-2", 0, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    const char *kinds2[] = {"retried_4xx", NULL}; /* the same 400 resent: that, and only that */
+    const char *ex2[] = {"ord_rp", NULL};
+    assert_report(s, kinds2, "retried_4xx", ex2);
+    stop_server(s);
+}
+END_TEST
+
+/* SPEC §5: "the same orderId/paymentKey": a committed paymentKey confirmed again under a new
+ * key with another orderId is the same double-charge risk. */
+START_TEST(test_report_new_key_resend_by_payment_key)
+{
+    fg_server *s = start_confirm("{'latency':{'dist':'fixed','ms':0}}");
+    fg_response r;
+    confirm_fresh(s, "pk_sk", "ord_sk_1", 1000, "key-sk-1", 0, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    confirm_fresh(s, "pk_sk", "ord_sk_2", 1000, "key-sk-2", 0, &r);
+    ck_assert_int_eq(r.status, 400);
+    fg_response_fini(&r);
+    const char *kinds[] = {"new_key_resend", NULL};
+    const char *ex[] = {"ord_sk_2", NULL};
+    assert_report(s, kinds, "new_key_resend", ex);
+    stop_server(s);
+}
+END_TEST
+
+/* A Retry-After given as an HTTP-date counts as much as one in seconds. */
+START_TEST(test_report_early_retry_with_an_http_date)
+{
+    fg_server *s = start_confirm("{'latency':{'dist':'fixed','ms':0}}");
+    fg_response r;
+    confirm_with(s, "pk_hd", "ord_hd", 1000, "key-hd",
+                 "X-Fakegate-Fault: error; status=429; code=COMMON_ERROR; retry_after=http-date; "
+                 "when=before",
+                 0, &r);
+    ck_assert_int_eq(r.status, 429);
+    ck_assert_msg(strstr(r.retry_after, " GMT") != NULL, "Retry-After \"%s\"", r.retry_after);
+    fg_response_fini(&r);
+    confirm_fresh(s, "pk_hd", "ord_hd", 1000, "key-hd", 0, &r); /* at once: before that date */
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    const char *kinds[] = {"early_retry", NULL};
+    const char *ex[] = {"ord_hd", NULL};
+    assert_report(s, kinds, "early_retry", ex);
+    stop_server(s);
+}
+END_TEST
+
 START_TEST(test_report_well_behaved_client_has_no_findings)
 {
     /* Every first attempt gets 503 with Retry-After: 1. */
@@ -2299,6 +2424,11 @@ static Suite *admin_suite(void)
     tcase_add_test(tc, test_report_synchronized_retries);
     tcase_add_test(tc, test_report_retry_storm);
     tcase_add_test(tc, test_report_well_behaved_client_has_no_findings);
+    tcase_add_test(tc, test_report_ignores_answers_the_client_never_got);
+    tcase_add_test(tc, test_report_retried_4xx_after_a_test_code_decline);
+    tcase_add_test(tc, test_report_new_key_resend_follows_commits_not_answers);
+    tcase_add_test(tc, test_report_early_retry_with_an_http_date);
+    tcase_add_test(tc, test_report_new_key_resend_by_payment_key);
     return su;
 }
 

@@ -174,6 +174,7 @@ void journal_update(struct journal *j, uint64_t id, const struct journal_entry *
             s->outcome = e->outcome;
             s->delivered = e->delivered;
             s->key_reuse = e->key_reuse;
+            s->committed = e->committed;
         }
     }
     pthread_mutex_unlock(&slot->lock);

@@ -47,6 +47,8 @@ struct journal_entry {
     enum outcome outcome;
     enum delivered delivered;
     bool key_reuse;              /* its Idempotency-Key came with a different body */
+    bool committed;              /* the ledger changed for it (a confirm approved, a cancel
+                                    done), whatever answer it got */
 };
 
 struct journal_slot;              /* journal.c */

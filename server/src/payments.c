@@ -872,6 +872,7 @@ static enum handler_result commit(struct gateway *g, struct request *r)
         return H_RESPOND;
     }
     atomic_fetch_add(&g->metrics.payments[PAY_DONE], 1);
+    r->committed = true;
     /* Render the answer after unlocking, from a copy: rendering is most of a confirm's work
      * under this lock, and the other worker waits for it (a futex sleep and wake). The copy
      * borrows the request's paymentKey and orderId (equal to the payment's: confirm_checks
@@ -955,20 +956,33 @@ static enum handler_result enqueue(struct gateway *g, struct request *r)
     return leave_queue(g, r, false);
 }
 
+/* A request answered before its plan (a test code, an invalid field): journal what identifies
+ * it and its body, as plan() does for the others, so the report can tell when the same request
+ * is sent again after this 4xx (retried_4xx). */
+static void journal_unplanned(struct gateway *g, struct request *r, json_t *root)
+{
+    json_t *pk = json_object_get(root, "paymentKey"), *oid = json_object_get(root, "orderId");
+    /* journal_update copies the strings: the entry only borrows them here. */
+    struct journal_entry e = {
+        .order_id = json_is_string(oid) ? (char *)json_string_value(oid) : NULL,
+        .payment_key = r->kind == RK_CANCEL ? r->path_param
+                       : json_is_string(pk) ? (char *)json_string_value(pk) : NULL,
+        .idempotency_key = r->idem_key, .body_hash = canonical_hash(root)};
+    journal_update(&g->journal, r->journal_id, &e);
+}
+
 enum handler_result payments_confirm(struct gateway *g, struct request *r)
 {
     json_t *root;
     if (!parse_body(r, &root))
         return H_RESPOND;
-    if (test_code(r)) {
-        json_decref(root);
-        return H_RESPOND;
-    }
-    const char *pk = string_field(r, root, "paymentKey", "INVALID_PAYMENT_KEY", valid_payment_key);
-    const char *oid = pk ? string_field(r, root, "orderId", "INVALID_ORDER_ID", valid_order_id)
-                         : NULL;
+    const char *pk = NULL, *oid = NULL;
     int64_t amount = 0;
-    if (!pk || !oid || !amount_field(r, root, "amount", true, &amount)) {
+    if (test_code(r) ||
+        !(pk = string_field(r, root, "paymentKey", "INVALID_PAYMENT_KEY", valid_payment_key)) ||
+        !(oid = string_field(r, root, "orderId", "INVALID_ORDER_ID", valid_order_id)) ||
+        !amount_field(r, root, "amount", true, &amount)) {
+        journal_unplanned(g, r, root);
         json_decref(root);
         return H_RESPOND;
     }
@@ -1021,6 +1035,7 @@ enum handler_result payments_cancel(struct gateway *g, struct request *r)
     if (!parse_body(r, &root))
         return H_RESPOND;
     if (test_code(r)) {
+        journal_unplanned(g, r, root);
         json_decref(root);
         return H_RESPOND;
     }
@@ -1040,6 +1055,7 @@ enum handler_result payments_cancel(struct gateway *g, struct request *r)
     ok = ok && amount_field(r, root, "cancelAmount", false, &r->cancel_amount) &&
          amount_field(r, root, "refundableAmount", false, &r->refundable_amount);
     if (!ok) {
+        journal_unplanned(g, r, root);
         json_decref(root);
         return H_RESPOND;
     }
@@ -1101,6 +1117,7 @@ static enum handler_result cancel_commit(struct gateway *g, struct request *r)
     char *body = NULL;
     if (ledger_cancel(&g->ledger, p, amount, r->cancel_reason, now_us) == 0) {
         atomic_fetch_add(&g->metrics.payments[p->status], 1);
+        r->committed = true;
         body = render_view(g, p, p->n_cancels, p->status, &len);
     }
     if (!body) {

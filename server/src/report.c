@@ -15,7 +15,7 @@ static const struct {
 } rules[K_N] = {
     {"retried_4xx", "the same request (same identity, same body) sent again after a 4xx other than 409 or 429", "1 resend"},
     {"early_retry", "resent before the Retry-After it was given had elapsed (measured from when that answer was sent)", "any resend earlier than Retry-After"},
-    {"new_key_resend", "the same orderId confirmed again under a different Idempotency-Key, or none, while an earlier attempt was processing or had committed", "1 resend"},
+    {"new_key_resend", "the same orderId or paymentKey confirmed again under a different Idempotency-Key, or none, while an earlier attempt was processing or had committed", "1 resend"},
     {"key_reuse", "one Idempotency-Key sent with a different body after its first request was stored", "1 request"},
     {"synchronized_retries", "after one failure event, at least 4 identities resent and more than half of those resends fell inside one 10 ms window", "4 identities, > 50% within 10 ms"},
     {"retry_storm", "one identity arrived more than 3 times within one failure event", "> 3 arrivals per event"},
@@ -40,6 +40,11 @@ static bool same_identity(const struct journal_entry *a, const struct journal_en
 {
     const char *x = identity(a), *y = identity(b);
     return a->route == b->route && x && y && strcmp(x, y) == 0;
+}
+
+static bool same_str(const char *a, const char *b)
+{
+    return a && b && strcmp(a, b) == 0;
 }
 
 static void note(struct finding *f, const struct journal_entry *e)
@@ -145,26 +150,32 @@ void report_render(struct buf *b, const struct journal_entry *v, size_t n)
         for (size_t k = i + 1; k < n && !next; k++)
             if (same_identity(&v[k], e))
                 next = &v[k];
-        if (next && e->status >= 400 && e->status < 500 && e->status != 409 &&
+        /* Only an answer the client got can be resent "after" (a timed-out client that resends
+         * never saw the 4xx or the Retry-After). */
+        bool got = e->delivered == DELIVERED_YES;
+        if (next && got && e->status >= 400 && e->status < 500 && e->status != 409 &&
             e->status != 429 && e->body_hash && next->body_hash == e->body_hash)
             note(&f[K_RETRIED_4XX], next);
-        if (next && e->retry_after_s && e->sent_mono_ns &&
+        if (next && got && e->retry_after_s && e->sent_mono_ns &&
             next->arrived_mono_ns < e->sent_mono_ns + (int64_t)e->retry_after_s * 1000000000)
             note(&f[K_EARLY_RETRY], next);
-        /* new_key_resend: a confirm of the same orderId under another key (or none) while an
-         * earlier attempt was processing (not yet ended) or had committed. */
-        if (e->route == 0 && e->order_id) {
+        /* new_key_resend: a confirm of the same orderId or paymentKey under another key (or
+         * none) while an earlier attempt was processing (not yet ended) or had committed. */
+        if (e->route == 0 && (e->order_id || e->payment_key)) {
             for (size_t k = 0; k < i; k++) {
                 const struct journal_entry *p = &v[k];
-                if (p->route != 0 || !p->order_id || strcmp(p->order_id, e->order_id) != 0)
+                if (p->route != 0 || !(same_str(p->order_id, e->order_id) ||
+                                       same_str(p->payment_key, e->payment_key)))
                     continue;
                 bool same_key = p->idempotency_key && e->idempotency_key &&
                                 strcmp(p->idempotency_key, e->idempotency_key) == 0;
                 if (same_key || (!p->idempotency_key && !e->idempotency_key))
                     continue;
                 bool processing = !p->ended_mono_ns || p->ended_mono_ns > e->arrived_mono_ns;
-                bool committed = p->outcome == OUT_OK || p->outcome == OUT_DROPPED_RESPONSE ||
-                                 p->outcome == OUT_REPLAYED;
+                /* Approved by it (whatever answer it got: a drop_response or a commit:true
+                 * error hides a commit), or the replay of a success (not of a stored 4xx). */
+                bool committed = p->committed || (p->outcome == OUT_REPLAYED &&
+                                                  p->status >= 200 && p->status < 300);
                 if ((processing && p->outcome != OUT_DROPPED_REQUEST &&
                      p->outcome != OUT_THROTTLED && p->outcome != OUT_CAPPED) ||
                     committed) {

@@ -119,6 +119,7 @@ struct request {
     uint64_t journal_id;
     enum outcome outcome;  /* exactly one per request (SPEC §5) */
     bool key_reuse;        /* its Idempotency-Key came with a different body */
+    bool committed;        /* it changed the ledger: approved its confirm or did its cancel */
     bool planned;          /* latencies were drawn (for the histogram) */
     bool latency_spent;    /* it went on into its processing latency (not a 409, replay, drop
                               or early error) */

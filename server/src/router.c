@@ -309,6 +309,35 @@ static bool admit(struct request *r)
     return true;
 }
 
+/* The Retry-After fakegate sent, as whole seconds from now_s (Unix seconds): its digits, or
+ * for an HTTP-date ("Sun, 06 Nov 1994 08:49:37 GMT", as throttle.c writes it) the seconds
+ * until then, rounded up; 0 for anything else (a raw value) or a date already past. For the
+ * report's early_retry. */
+static uint32_t retry_after_seconds(const char *v, int64_t now_s)
+{
+    size_t digits = strspn(v, "0123456789");
+    if (digits > 0 && digits < 10 && !v[digits])
+        return (uint32_t)strtoul(v, NULL, 10);
+    static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+    char mon[4];
+    int d, y, h, mi, s, n = 0;
+    if (sscanf(v, "%*3[A-Za-z], %2d %3[A-Za-z] %4d %2d:%2d:%2d GMT%n", &d, mon, &y, &h, &mi, &s,
+               &n) != 6 || v[n] != '\0')
+        return 0;
+    const char *m = strstr(months, mon);
+    if (!m || (m - months) % 3 != 0)
+        return 0;
+    int mo = (int)(m - months) / 3 + 1;
+    /* Days from 1970-01-01 to y-mo-d (proleptic Gregorian; Howard Hinnant's days_from_civil). */
+    int yy = y - (mo <= 2);
+    int era = (yy >= 0 ? yy : yy - 399) / 400;
+    int yoe = yy - era * 400;
+    int doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    int64_t at = ((int64_t)era * 146097 + doe - 719468) * 86400 + h * 3600 + mi * 60 + s;
+    return at > now_s ? (uint32_t)(at - now_s) : 0;
+}
+
 void router_on_complete(struct request *r, bool completed_ok)
 {
     if (r->in_flight)
@@ -324,9 +353,10 @@ void router_on_complete(struct request *r, bool completed_ok)
     struct journal_entry e = {.ended_mono_ns = now_mono_ns(), .sent_mono_ns = r->sent_ns,
                               .status = lost ? 0 : rs->status, .code = lost ? NULL : rs->code,
                               .outcome = r->outcome, .queue_latency_ms = r->queue_latency_ms,
-                              .latency_ms = r->latency_ms, .key_reuse = r->key_reuse};
-    if (!lost && rs->retry_after[0] && strspn(rs->retry_after, "0123456789") == strlen(rs->retry_after))
-        e.retry_after_s = (uint32_t)strtoul(rs->retry_after, NULL, 10);
+                              .latency_ms = r->latency_ms, .key_reuse = r->key_reuse,
+                              .committed = r->committed};
+    if (!lost && rs->retry_after[0])
+        e.retry_after_s = retry_after_seconds(rs->retry_after, now_unix_us() / 1000000);
     if (lost || r->client_gone)
         e.delivered = DELIVERED_NO;
     else if (rs->wire == WIRE_TRUNCATE)
