@@ -1,12 +1,13 @@
 /* router.c -- routing and the checks shared by /v1 routes (see router.h). Order (SPEC §4):
  * route (404/405) → auth → 413 by Content-Length → body → Idempotency-Key → the handler. */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* timegm */
 #include "router.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -327,14 +328,9 @@ static uint32_t retry_after_seconds(const char *v, int64_t now_s)
     const char *m = strstr(months, mon);
     if (!m || (m - months) % 3 != 0)
         return 0;
-    int mo = (int)(m - months) / 3 + 1;
-    /* Days from 1970-01-01 to y-mo-d (proleptic Gregorian; Howard Hinnant's days_from_civil). */
-    int yy = y - (mo <= 2);
-    int era = (yy >= 0 ? yy : yy - 399) / 400;
-    int yoe = yy - era * 400;
-    int doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    int64_t at = ((int64_t)era * 146097 + doe - 719468) * 86400 + h * 3600 + mi * 60 + s;
+    struct tm tm = {.tm_year = y - 1900, .tm_mon = (int)(m - months) / 3, .tm_mday = d,
+                    .tm_hour = h, .tm_min = mi, .tm_sec = s};
+    int64_t at = (int64_t)timegm(&tm);
     return at > now_s ? (uint32_t)(at - now_s) : 0;
 }
 
