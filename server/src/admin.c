@@ -1,5 +1,5 @@
-/* admin.c -- the /__admin routes that read the gateway's state: health and the ledger listing
- * (SPEC §5). Never delayed or faulted: they answer from the store at once. */
+/* admin.c -- the /__admin routes, /healthz and /metrics (docs/admin.md §5): handlers over the
+ * gateway's state, siblings of payments.c. Never delayed or faulted: they answer at once. */
 #define _POSIX_C_SOURCE 200809L
 #include "admin.h"
 
@@ -34,10 +34,11 @@ enum handler_result admin_health(struct gateway *gw, struct request *r)
     return H_RESPOND;
 }
 
-static void admin_entry(struct gateway *g, struct buf *b, const struct payment *p)
+static void admin_entry(struct buf *b, const struct store *s, const char *mid,
+                        const struct payment *p)
 {
     buf_adds(b, "{\"payment\":");
-    render_payment(b, &g->ledger, g->cfg->mid, p, p->n_cancels, p->status);
+    render_payment(b, store_ledger(s), mid, p, p->n_cancels, p->status);
     buf_adds(b, ",\"confirm_attempts\":");
     buf_add_i64(b, p->confirm_attempts);
     buf_adds(b, ",\"idempotency_keys\":[");
@@ -51,25 +52,38 @@ static void admin_entry(struct gateway *g, struct buf *b, const struct payment *
     buf_addc(b, '}');
 }
 
-enum handler_result admin_payments(struct gateway *g, struct request *r,
-                                        const char *order_id)
+struct listing {
+    const char *order_id;          /* NULL: every payment */
+    struct buf *b;
+};
+
+static int list_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
+{
+    (void)r;
+    const struct listing *l = arg;
+    bool first = true;
+    for (size_t i = 0; i < store_payment_count(s); i++) {
+        struct payment *p = store_payment_at(s, i);
+        gateway_expire(g, p); /* an expiry seen first here is a transition too */
+        if (l->order_id && strcmp(p->order_id, l->order_id) != 0)
+            continue;
+        if (!first)
+            buf_addc(l->b, ',');
+        first = false;
+        admin_entry(l->b, s, g->cfg->mid, p);
+    }
+    return 0;
+}
+
+enum handler_result admin_payments(struct gateway *g, struct request *r)
 {
     struct buf b;
     buf_init(&b);
     buf_adds(&b, "{\"payments\":[");
-    pthread_mutex_lock(&g->lock);
-    bool first = true;
-    for (size_t i = 0; i < g->ledger.n_all; i++) {
-        struct payment *p = g->ledger.all[i];
-        gateway_expire(g, p); /* an expiry seen first here is a transition too */
-        if (order_id && strcmp(p->order_id, order_id) != 0)
-            continue;
-        if (!first)
-            buf_addc(&b, ',');
-        first = false;
-        admin_entry(g, &b, p);
-    }
-    pthread_mutex_unlock(&g->lock);
+    char *order_id = request_query(r, "orderId");
+    struct listing l = {order_id, &b};
+    gateway_txn(g, NULL, list_locked, &l);
+    free(order_id);
     buf_adds(&b, "]}");
     if (b.oom) {
         buf_fini(&b);
@@ -95,33 +109,36 @@ static enum handler_result respond_buf(struct request *r, int status, struct buf
     return H_RESPOND;
 }
 
+static void describe_applied(const struct applied *a, void *ctx)
+{
+    struct buf *b = ctx;
+    const struct live *root = a->live;
+    char at[32];
+    fmt_kst(a->applied_unix_us, at);
+    buf_adds(b, "{\"name\":");
+    buf_add_json_strz(b, root->profile->name);
+    buf_addf(b, ",\"applied_at\":\"%s\",\"phase\":", at);
+    if (root->n_phases) {
+        int64_t since;
+        struct live *cur = live_current(a->live, now_mono_ns(), &since);
+        size_t i = (size_t)(cur - root->phases);
+        double left = root->profile->phases[i].for_s - (double)since / 1e9;
+        buf_addf(b, "{\"index\":%zu,\"name\":", i);
+        buf_add_json_strz(b, cur->profile->name);
+        buf_addf(b, ",\"remaining_s\":%.3f}", left > 0 ? left : 0);
+    } else {
+        buf_adds(b, "null");
+    }
+    buf_adds(b, ",\"profile\":");
+    buf_adds(b, a->profile->source ? a->profile->source : "null");
+    buf_addc(b, '}');
+}
+
 enum handler_result admin_get_profile(struct gateway *g, struct request *r)
 {
     struct buf b;
     buf_init(&b);
-    pthread_mutex_lock(&g->apply_lock);
-    const struct applied *a = g->applied;
-    struct live *root = atomic_load(&g->live);
-    char at[32];
-    fmt_kst(a->applied_unix_us, at);
-    buf_adds(&b, "{\"name\":");
-    buf_add_json_strz(&b, root->profile->name);
-    buf_addf(&b, ",\"applied_at\":\"%s\",\"phase\":", at);
-    if (root->n_phases) {
-        int64_t since;
-        struct live *cur = live_current(root, now_mono_ns(), &since);
-        size_t i = (size_t)(cur - root->phases);
-        double left = root->profile->phases[i].for_s - (double)since / 1e9;
-        buf_addf(&b, "{\"index\":%zu,\"name\":", i);
-        buf_add_json_strz(&b, cur->profile->name);
-        buf_addf(&b, ",\"remaining_s\":%.3f}", left > 0 ? left : 0);
-    } else {
-        buf_adds(&b, "null");
-    }
-    buf_adds(&b, ",\"profile\":");
-    buf_adds(&b, a->profile->source ? a->profile->source : "null");
-    buf_addc(&b, '}');
-    pthread_mutex_unlock(&g->apply_lock);
+    gateway_with_applied(g, describe_applied, &b);
     return respond_buf(r, 200, &b);
 }
 
@@ -139,17 +156,16 @@ static struct profile *profile_from(struct gateway *g, struct request *r, const 
         const char *n = json_string_value(name);
         if (!profile_name_valid(n)) {
             snprintf(err, sizeof err, "request body: name: a profile name is [a-z0-9_-]{1,64}");
-        } else if (g->resolve(n, &p, err, g->resolve_ctx) != 0) {
+        } else if (gateway_resolve(g, n, &p, err) != 0) {
             p = NULL;
         }
-    } else if (profile_parse(text, len, "request body", g->resolve, g->resolve_ctx, &p, err) !=
-               0) {
+    } else if (profile_parse(text, len, "request body", g->resolve, g->resolve_ctx, &p, err) != 0) {
         p = NULL;
     }
     json_decref(v);
     if (!p) {
         request_error(r, "INVALID_PROFILE", err);
-        r->outcome = OUT_INVALID;
+        r->obs.outcome = OUT_INVALID;
     }
     return p;
 }
@@ -178,7 +194,7 @@ enum handler_result admin_reset(struct gateway *g, struct request *r)
             json_decref(v);
             request_error(r, "INVALID_REQUEST",
                           "reset takes no body, or {\"profile\": NAME or a profile object}");
-            r->outcome = OUT_INVALID;
+            r->obs.outcome = OUT_INVALID;
             return H_RESPOND;
         }
         if (prof) {

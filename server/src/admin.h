@@ -2,7 +2,7 @@
 #ifndef FAKEGATE_ADMIN_H
 #define FAKEGATE_ADMIN_H
 
-#include "payments.h"
+#include "gateway.h"
 #include "request.h"
 
 /* GET /healthz, GET /__admin/health: {"status":"ok","pid":N,"instance":"<16 hex>",
@@ -10,9 +10,9 @@
 enum handler_result admin_health(struct gateway *g, struct request *r);
 
 /* GET /__admin/payments[?orderId=]: {"payments":[{"payment":{...},"confirm_attempts":N,
- * "idempotency_keys":[...],"charges":N}]} in creation order; `order_id` NULL lists all.
+ * "idempotency_keys":[...],"charges":N}]} in creation order; ?orderId= lists that order's only.
  * Always H_RESPOND. Thread: worker. */
-enum handler_result admin_payments(struct gateway *g, struct request *r, const char *order_id);
+enum handler_result admin_payments(struct gateway *g, struct request *r);
 
 /* GET /__admin/profile: {"name", "applied_at", "phase": {index, name, remaining_s} | null,
  * "profile": <the applied profile's JSON>}. Thread: worker. */

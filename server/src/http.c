@@ -10,6 +10,7 @@
 #include "http.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -43,18 +44,33 @@
  * pool only moves those bands up, it does not remove them. */
 #define CONNECTION_POOL_BYTES 10240
 
-/* Transport state of a request, beside the handler's r->phase. */
+/* Transport state of a request, beside the handler's r->phase. One table for all of them:
+ *
+ *   state      entered when                         suspended  touched by       next
+ *   HS_NEW     on_uri allocated it                  no         worker           BODY QUEUED DROP
+ *   HS_BODY    the headers were accepted            no         worker           HELD QUEUED DROP
+ *   HS_HELD    hold(): a queue or latency deadline  yes        timer            READY
+ *   HS_READY   on_deadline ran the plan's step      resuming   worker           QUEUED DROP HANG
+ *   HS_HANG    drop(): a hang fault holds it open   yes        timer            DROP
+ *   HS_DROP    drop(): close without a byte         no         worker           (completion)
+ *   HS_QUEUED  send_response queued the answer      drip only  worker, timer    (completion)
+ * (NEW, BODY and READY may also go to HANG; a drip is suspended between its chunks.)
+ *
+ * Invariants: the scheduler holds at most one entry per connection, and only while it is
+ * suspended (HELD, HANG, or a drip between chunks); the timer thread never touches cs after
+ * MHD_resume_connection; on_completed alone frees cs and its request. */
 enum http_state {
-    HS_NEW = 0, /* before the first handler call */
-    HS_BODY,    /* reading the body */
-    HS_HELD,    /* suspended in the scheduler (latency) */
-    HS_READY,   /* resp is ready: send it at the next handler call */
-    HS_HANG,    /* suspended, to be closed without a byte (a hang fault) */
-    HS_DROP,    /* close now without a byte */
-    HS_QUEUED   /* a response is queued */
+    HS_NEW = 0,
+    HS_BODY,
+    HS_HELD,
+    HS_READY,
+    HS_HANG,
+    HS_DROP,
+    HS_QUEUED
 };
 
 struct conn_state {
+    struct http_server *srv;  /* the server it arrived on (libmicrohttpd's closure) */
     struct request *req;
     struct MHD_Connection *conn;
     enum http_state state;
@@ -68,6 +84,7 @@ struct conn_state {
 
 struct http_server {
     struct MHD_Daemon *daemon;
+    struct gateway *gw;       /* borrowed: what the router dispatches to */
     struct sched *sched;
     const struct config *cfg;
     unsigned port;
@@ -84,7 +101,6 @@ struct http_server {
  * uses our return value as the request's con_cls. on_completed frees it. */
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
-    (void)cls;
     struct conn_state *cs = calloc(1, sizeof *cs);
     if (!cs)
         return NULL;
@@ -94,6 +110,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
         return NULL;
     }
     cs->conn = c;
+    cs->srv = cls;
     cs->req->raw_uri = strdup(uri);
     cs->req->arrived_ns = now_mono_ns();
     cs->req->arrived_unix_us = now_unix_us();
@@ -103,12 +120,12 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
     (void)c;
+    struct http_server *h = cls;
     struct conn_state *cs = *con_cls;
     if (!cs)
         return;
-    router_on_complete(cs->req, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
+    router_on_complete(h->gw, cs->req, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
     request_free(cs->req);
     free(cs);
     *con_cls = NULL;
@@ -209,14 +226,12 @@ static void read_headers(struct request *r, struct MHD_Connection *c, const char
 
 /* --- answering ---------------------------------------------------------------------------- */
 
-static struct http_server *srv; /* the one server of this process */
-
-static void trace_id(char out[33])
+static void trace_id(struct http_server *h, char out[33])
 {
     static const char hex[] = "0123456789abcdef";
-    uint64_t n = atomic_fetch_add(&srv->trace_seq, 1);
+    uint64_t n = atomic_fetch_add(&h->trace_seq, 1);
     /* The low half is a bijection of the counter: unique per response within the process. */
-    uint64_t w[2] = {mix64(srv->trace_salt ^ n >> 20), mix64(n + srv->trace_salt)};
+    uint64_t w[2] = {mix64(h->trace_salt ^ n >> 20), mix64(n + h->trace_salt)};
     for (int i = 0; i < 32; i++)
         out[i] = hex[(w[i / 16] >> (60 - 4 * (i % 16))) & 15];
     out[32] = '\0';
@@ -252,7 +267,7 @@ static ssize_t drip_reader(void *cls, uint64_t pos, char *buf, size_t max)
     if (now_mono_ns() < cs->drip_next_ns) {
         cs->drip_waiting = true;
         MHD_suspend_connection(cs->conn);
-        if (sched_add(srv->sched, cs->drip_next_ns, on_drip_tick, cs) != 0)
+        if (sched_add(cs->srv->sched, cs->drip_next_ns, on_drip_tick, cs) != 0)
             on_drip_tick(cs, true);
         return 0;
     }
@@ -307,7 +322,7 @@ static enum MHD_Result drop(struct conn_state *cs)
         MHD_suspend_connection(cs->conn);
         cs->state = HS_HANG;
         int64_t until = now_mono_ns() + (int64_t)(rs->wire_ms * (double)NS_PER_MS);
-        if (sched_add(srv->sched, until, on_hang_end, cs) != 0)
+        if (sched_add(cs->srv->sched, until, on_hang_end, cs) != 0)
             on_hang_end(cs, true);
         return MHD_YES;
     }
@@ -331,7 +346,7 @@ static enum MHD_Result send_response(struct conn_state *cs)
     struct request *r = cs->req;
     struct response *rs = &r->resp;
     /* Only a held request can have lost its client unnoticed; the others skip the syscall. */
-    r->client_gone = cs->was_held && client_gone(cs);
+    r->obs.client_gone = cs->was_held && client_gone(cs);
     if (rs->wire == WIRE_CLOSE || rs->wire == WIRE_RESET || rs->wire == WIRE_HANG)
         return drop(cs);
     if (!rs->body) {
@@ -360,7 +375,7 @@ static enum MHD_Result send_response(struct conn_state *cs)
     if (!resp)
         return MHD_NO;
     char tid[33];
-    trace_id(tid);
+    trace_id(cs->srv, tid);
     if (!rs->content_type)
         MHD_add_response_header(resp, "Content-Type", "application/json");
     else if (rs->content_type[0])
@@ -371,9 +386,9 @@ static enum MHD_Result send_response(struct conn_state *cs)
         MHD_add_response_header(resp, "Retry-After", rs->retry_after);
     if (rs->allow)
         MHD_add_response_header(resp, "Allow", rs->allow);
-    if (rs->close || rs->wire == WIRE_TRUNCATE || atomic_load(&srv->stopping))
+    if (rs->close || rs->wire == WIRE_TRUNCATE || atomic_load(&cs->srv->stopping))
         MHD_add_response_header(resp, "Connection", "close");
-    r->sent_ns = now_mono_ns();
+    r->obs.sent_ns = now_mono_ns();
     enum MHD_Result ret = MHD_queue_response(cs->conn, (unsigned)rs->status, resp);
     MHD_destroy_response(resp);
     cs->state = HS_QUEUED;
@@ -386,11 +401,12 @@ static enum MHD_Result send_response(struct conn_state *cs)
 static void on_deadline(void *arg, bool draining)
 {
     struct conn_state *cs = arg;
-    enum handler_result h = router_on_deadline(cs->req, draining);
+    enum handler_result h = router_on_deadline(cs->srv->gw, cs->req, draining);
     if (h == H_HOLD) {
-        if (sched_add(srv->sched, cs->req->hold_until_ns, on_deadline, cs) == 0)
+        if (sched_add(cs->srv->sched, cs->req->hold_until_ns, on_deadline, cs) == 0)
             return;
-        h = router_on_deadline(cs->req, true); /* the scheduler is draining: finish now */
+        /* the scheduler is draining: finish now */
+        h = router_on_deadline(cs->srv->gw, cs->req, true);
     }
     cs->state = HS_READY;
     MHD_resume_connection(cs->conn);
@@ -398,10 +414,11 @@ static void on_deadline(void *arg, bool draining)
 
 static enum MHD_Result hold(struct conn_state *cs)
 {
+    assert(cs->state == HS_BODY); /* in the scheduler only while suspended, at most once */
     MHD_suspend_connection(cs->conn);
     cs->state = HS_HELD;
     cs->was_held = true;
-    if (sched_add(srv->sched, cs->req->hold_until_ns, on_deadline, cs) != 0)
+    if (sched_add(cs->srv->sched, cs->req->hold_until_ns, on_deadline, cs) != 0)
         on_deadline(cs, true);
     return MHD_YES;
 }
@@ -419,7 +436,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     switch (cs->state) {
     case HS_NEW:
         read_headers(r, c, url, method, version);
-        if (router_on_headers(r) == H_RESPOND) {
+        if (router_on_headers(cs->srv->gw, r) == H_RESPOND) {
             /* libmicrohttpd discards a pending body and closes after this reply: say so. */
             if ((r->has_content_length && r->content_length > 0) || r->chunked)
                 r->resp.close = true;
@@ -430,9 +447,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     case HS_BODY:
         if (*upload_data_size > 0) {
             size_t n = *upload_data_size;
-            if (!r->body_too_large && r->body.len + n <= srv->cfg->max_body) {
+            if (!r->body_too_large && r->body.len + n <= cs->srv->cfg->max_body) {
                 if (r->body.cap == 0 && r->has_content_length &&
-                    r->content_length <= srv->cfg->max_body)
+                    r->content_length <= cs->srv->cfg->max_body)
                     buf_reserve(&r->body, (size_t)r->content_length); /* one exact allocation */
                 buf_add(&r->body, upload_data, n);
             } else {
@@ -442,7 +459,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_YES;
         }
         r->received_ns = now_mono_ns();
-        switch (router_on_body(r)) {
+        switch (router_on_body(cs->srv->gw, r)) {
         case H_HOLD:
             return hold(cs);
         case H_RESPOND:
@@ -573,8 +590,8 @@ static unsigned raise_nofile(void)
     return (unsigned)rl.rlim_cur;
 }
 
-struct http_server *http_start(const struct config *cfg, struct sched *s, uint64_t trace_salt,
-                               char *err, size_t err_len)
+struct http_server *http_start(const struct config *cfg, struct sched *s, struct gateway *gw,
+                               uint64_t trace_salt, char *err, size_t err_len)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
@@ -593,12 +610,12 @@ struct http_server *http_start(const struct config *cfg, struct sched *s, uint64
         return NULL;
     }
     h->sched = s;
+    h->gw = gw;
     h->cfg = cfg;
     h->trace_salt = trace_salt;
     unsigned nofile = raise_nofile();
     /* Keep descriptors for the listen socket, epoll, the ITC pipe, files and logs. */
     h->conn_limit = nofile > 128 ? nofile - 64 : nofile / 2;
-    srv = h;
 
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG;
@@ -608,21 +625,20 @@ struct http_server *http_start(const struct config *cfg, struct sched *s, uint64
     struct MHD_OptionItem pool[] = {{MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)cfg->threads, NULL},
                                     {MHD_OPTION_END, 0, NULL}};
     h->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)cfg,
+        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)cfg,
         MHD_OPTION_ARRAY, cfg->threads > 1 ? pool : pool + 1,
         MHD_OPTION_SOCK_ADDR, ai->ai_addr,
         MHD_OPTION_CONNECTION_LIMIT, h->conn_limit, MHD_OPTION_CONNECTION_TIMEOUT,
         cfg->idle_timeout_s, MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096U,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_POOL_BYTES,
         MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_END);
+        on_completed, h, MHD_OPTION_URI_LOG_CALLBACK, on_uri, h, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!h->daemon) {
         snprintf(err, err_len,
                  "cannot listen on %s:%u (port in use, or the address is not on this host)",
                  cfg->host, cfg->port);
         free(h);
-        srv = NULL;
         return NULL;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
@@ -659,5 +675,4 @@ void http_stop(struct http_server *h, int64_t grace_ms)
     if (h->listen_fd != MHD_INVALID_SOCKET)
         close(h->listen_fd);
     free(h);
-    srv = NULL;
 }

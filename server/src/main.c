@@ -20,9 +20,9 @@
 #include "common.h"
 #include "config.h"
 #include "http.h"
-#include "payments.h"
+#include "gateway.h"
 #include "profile.h"
-#include "router.h"
+#include "observe.h"
 #include "sched.h"
 
 #define MAX_SECRET_KEYS 64
@@ -533,20 +533,17 @@ static int run(struct cli *clip, int argc, char **argv)
     uint64_t seed = cfg->has_seed ? cfg->seed : profile->has_seed ? profile->seed : rnd[0] >> 1;
 
     struct gateway gw;
-    int gi = gateway_init(&gw, cfg, profile, seed, rnd[1]);
-    gw.resolve = resolve_by_name;
-    gw.resolve_ctx = &rctx;
-    if (gi != 0) {
+    if (gateway_init(&gw, cfg, resolve_by_name, &rctx, profile, seed, rnd[1]) != 0 ||
+        observe_init(&gw) != 0) {
         fprintf(stderr, "fakegate: out of memory\n");
         return 1;
     }
-    router_init(&gw);
     struct sched sched;
     if (sched_start(&sched, err, sizeof err) != 0) {
         fprintf(stderr, "fakegate: %s\n", err);
         return 1;
     }
-    struct http_server *h = http_start(cfg, &sched, rnd[1], err, sizeof err);
+    struct http_server *h = http_start(cfg, &sched, &gw, rnd[1], err, sizeof err);
     if (!h) {
         fprintf(stderr, "fakegate: %s\n", err);
         sched_drain(&sched);

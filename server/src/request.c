@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common.h"
 #include "render.h"
+#include "throttle.h"
 #include "toss_errors.h"
 
 struct request *request_new(void)
@@ -14,7 +16,7 @@ struct request *request_new(void)
     struct request *r = calloc(1, sizeof *r);
     if (r) {
         buf_init(&r->body);
-        r->ovr_latency_ms = -1;
+        r->adm.ovr_latency_ms = -1;
     }
     return r;
 }
@@ -32,12 +34,12 @@ void request_free(struct request *r)
     free(r->ovr_profile);
     free(r->ovr_fault);
     free(r->ovr_latency);
-    profile_free(r->ovr_fault_profile);
+    profile_free(r->adm.ovr_fault_profile);
     free(r->cancel_reason);
     buf_fini(&r->body);
     free(r->path_param);
-    free(r->secret_key);
-    free(r->idem_key);
+    free(r->adm.secret_key);
+    free(r->adm.idem_key);
     free(r->payment_key);
     free(r->order_id);
     free(r->resp.body);
@@ -53,11 +55,12 @@ void request_respond(struct request *r, int status, char *body, size_t len)
     r->resp.content_type = NULL;
     r->resp.code = NULL;
     r->resp.retry_after[0] = '\0';
+    r->resp.retry_after_s = 0;
     r->phase = PH_RESPOND;
 }
 
 void request_reject(struct request *r, int status, const char *code, const char *message,
-                    enum body_kind body, const char *retry_after)
+                    enum body_kind body, const struct retry_after *ra, uint32_t auto_s)
 {
     static const char *const reasons[] = {[429] = "Too Many Requests",
                                           [500] = "Internal Server Error",
@@ -86,7 +89,9 @@ void request_reject(struct request *r, int status, const char *code, const char 
         r->resp.content_type = "";
         r->resp.code = code;
     }
-    snprintf(r->resp.retry_after, sizeof r->resp.retry_after, "%s", retry_after ? retry_after : "");
+    if (ra && retry_after_format(ra, auto_s, now_unix_us() / 1000000, r->resp.retry_after,
+                                 sizeof r->resp.retry_after))
+        r->resp.retry_after_s = retry_after_told_s(ra, auto_s);
 }
 
 void request_error(struct request *r, const char *code, const char *message)
@@ -102,6 +107,12 @@ void request_error(struct request *r, const char *code, const char *message)
     char *body = buf_steal(&b, &len);
     request_respond(r, status, body, len);
     r->resp.code = e ? e->code : code;
+}
+
+void request_internal(struct request *r, const char *code)
+{
+    request_error(r, code, NULL);
+    r->resp.internal = true;
 }
 
 static int hexval(char c)

@@ -72,10 +72,47 @@ struct response {
     const char *allow;     /* static; for 405 */
     const char *code;      /* the error code sent (static or the profile's), or NULL */
     const char *content_type; /* static; NULL = application/json, "" = none */
-    char retry_after[64];  /* Retry-After value, or "" for none */
+    char retry_after[64];  /* Retry-After header value, or "" for none */
+    uint32_t retry_after_s; /* what that value tells a client to wait, whole seconds (0: none,
+                               or a raw value): the report's early_retry reads this */
+    bool internal;         /* fakegate's own answer (a reset overtook the request, the server
+                              is stopping, memory ran out): no way-out fault applies to it */
     enum wire wire;
     double wire_ms;        /* WIRE_HANG, WIRE_DRIP */
 };
+
+/* What admission (admit.c) decided and keeps for the handlers. */
+struct admit_state {
+    char *secret_key;      /* owned: the accepted key (Basic auth) */
+    char *idem_key;        /* owned: the validated Idempotency-Key, or NULL */
+    struct live *live;     /* the profile state in force at arrival (borrowed) */
+    uint64_t seed;         /* the seed of its plan: --seed, else the seed of the profile it
+                              arrived under (applied or X-Fakegate-Profile), else the start's */
+    uint64_t generation;   /* the reset generation it was admitted in (gateway_txn checks it) */
+    bool in_flight;        /* counted in flight from arrival to the end of its response */
+    struct profile *ovr_fault_profile; /* owned: X-Fakegate-Fault parsed as a one-fault profile */
+    double ovr_latency_ms; /* X-Fakegate-Latency-Ms (>= 0), or -1 for none */
+};
+
+/* What observation (observe.c) records of the request, written by whichever module learns it. */
+struct observe_state {
+    bool journaled;        /* a gateway request: journaled and counted in metrics */
+    uint64_t journal_id;
+    enum outcome outcome;  /* exactly one per request (docs/admin.md §5) */
+    bool key_reuse;        /* its Idempotency-Key came with a different body (payments.c) */
+    bool committed;        /* it changed the ledger (the store's event for it, observe.c) */
+    bool planned;          /* latencies were drawn (for the histogram) */
+    bool latency_spent;    /* it went on into its processing latency (not a 409, replay, drop
+                              or early error) */
+    bool straddled_reset;  /* a reset overtook it: answered 500, not executed, not counted */
+    bool fault_acted;      /* its planned fault changed what it was sent (answer.c) */
+    int64_t sent_ns;       /* monotonic: the answer was handed to libmicrohttpd (http.c) */
+    bool client_gone;      /* the client had closed its side before the answer was sent
+                              (http.c) */
+};
+
+struct idem_record;
+struct payment;
 
 struct request {
     /* Transport (http.c). */
@@ -107,35 +144,13 @@ struct request {
     int64_t received_ns;   /* monotonic: whole request received */
     int64_t arrived_unix_us;
 
-    /* Routing and auth (router.c). */
+    /* Routing (router.c). */
     enum route_kind kind;
     enum route_id route;   /* profile route */
     char *path_param;      /* paymentKey or orderId from the path */
-    char *secret_key;      /* accepted key */
-    char *idem_key;        /* validated Idempotency-Key, or NULL */
 
-    /* Admission (router.c): counted in flight from arrival to the end of the response. */
-    bool journaled;        /* a gateway request: journaled and counted in metrics */
-    uint64_t journal_id;
-    enum outcome outcome;  /* exactly one per request (SPEC §5) */
-    bool key_reuse;        /* its Idempotency-Key came with a different body */
-    bool committed;        /* it changed the ledger: approved its confirm or did its cancel */
-    bool planned;          /* latencies were drawn (for the histogram) */
-    bool latency_spent;    /* it went on into its processing latency (not a 409, replay, drop
-                              or early error) */
-    uint64_t generation;   /* the store generation it was admitted in (its claim's too) */
-    bool straddled_reset;  /* a reset ran while it was queued or in its latency: answered
-                              500, not executed, not counted (gateway_generation) */
-    int64_t sent_ns;       /* monotonic: the answer was handed to libmicrohttpd */
-    bool client_gone;      /* the client had closed its side before the answer was sent */
-    bool in_flight;
-    struct live *live;     /* the profile state in force at arrival (borrowed) */
-    uint64_t seed;         /* the seed of its plan: --seed, else the seed of the profile it
-                              arrived under (applied or X-Fakegate-Profile), else the start's */
-
-    /* Per-request overrides (SPEC §4): they win over the active profile for this request. */
-    struct profile *ovr_fault_profile; /* owned: a one-fault profile parsed from the header */
-    double ovr_latency_ms;             /* >= 0, or -1 for none */
+    struct admit_state adm; /* admit.c */
+    struct observe_state obs; /* observe.c, and the modules that learn what it records */
 
     /* The plan and the claim (payments.c). */
     uint32_t attempt;
@@ -149,10 +164,10 @@ struct request {
     int64_t cancel_amount; /* cancel: cancelAmount, 0 = absent (the whole balance) */
     int64_t refundable_amount; /* cancel: refundableAmount, 0 = absent */
     uint64_t body_hash;    /* canonical body hash, for Idempotency-Key reuse detection */
-    void *claim;           /* struct idem_record * held by this request */
-    void *payment;         /* confirm: struct payment * of payment_key, found or created at
-                              arrival (borrowed; valid while payment_gen is the store's) */
-    uint64_t payment_gen;  /* the store generation `payment` was found in */
+    struct idem_record *claim; /* the record this request holds (PROCESSING), or NULL; valid
+                                  while adm.generation is the store's */
+    struct payment *payment; /* confirm: the payment of payment_key, found or created at
+                                arrival (borrowed; valid while adm.generation is the store's) */
 
     struct response resp;
 };
@@ -175,10 +190,15 @@ char *request_query(const struct request *r, const char *name);
 
 /* Set resp to an injected rejection (throttle, cap, error fault): `status`, and a body of kind
  * `body` — json {code, message} (message NULL: the table's, in the request's language), an
- * html page as a load balancer sends it, or empty — with `retry_after` as the Retry-After
- * value when non-empty. */
+ * html page as a load balancer sends it, or empty — with the Retry-After `ra` says (`auto_s`:
+ * the seconds "auto" stands for), its text in resp.retry_after and its seconds in
+ * resp.retry_after_s. */
 void request_reject(struct request *r, int status, const char *code, const char *message,
-                    enum body_kind body, const char *retry_after);
+                    enum body_kind body, const struct retry_after *ra, uint32_t auto_s);
+
+/* request_error for an answer of fakegate's own (a reset overtook the request, the server is
+ * stopping, memory ran out): no fault applies to it on the way out. */
+void request_internal(struct request *r, const char *code);
 
 /* Set resp to `status` with a body the response takes ownership of. */
 void request_respond(struct request *r, int status, char *body, size_t len);

@@ -1,36 +1,45 @@
-/* router.h -- method + path → handler, and the checks every /v1 route shares (SPEC §2:
- * auth, body limits, Idempotency-Key). http.c calls the three entry points at the request's
- * three moments; each returns what http.c must do next (request.h enum handler_result). */
+/* router.h -- method + path → handler, as a table (lwan's url_map), and the request edge's
+ * one sequence: framing → route (404/405) → admission → body → handler → the answer leaves
+ * (a way-out fault applied once, here). http.c calls the four entry points at a request's
+ * four moments, with the gateway it was given (the closure it passes through libmicrohttpd);
+ * each returns what http.c must do next (request.h enum handler_result). */
 #ifndef FAKEGATE_ROUTER_H
 #define FAKEGATE_ROUTER_H
 
 #include <stdbool.h>
 
-#include "payments.h"
 #include "request.h"
 
-/* Give the router the gateway it dispatches to (borrowed; outlives the daemon). */
-void router_init(struct gateway *g);
+struct gateway;
 
-/* Headers are in (method, path, raw_uri, authorization, content length...). Routes, answers
- * 404/405, 431, authentication errors, 413 by Content-Length and TE+CL conflicts at once
- * (H_RESPOND), else H_CONTINUE. Thread: worker. */
-enum handler_result router_on_headers(struct request *r);
+/* One row of the route table: a path pattern (literal segments; "*" is one non-empty segment,
+ * the path parameter) and a method. */
+struct route_match {
+    enum route_kind kind;
+    enum route_id route;   /* the profile route it is planned under */
+    const char *allow;     /* 405: the methods the path takes, as an Allow value (static) */
+    const char *param;     /* the "*" segment, in the path given (not NUL-terminated) */
+    size_t param_len;
+};
 
-/* The whole body is in r->body. Validates and dispatches. H_RESPOND or H_HOLD. Thread: worker. */
-enum handler_result router_on_body(struct request *r);
+enum route_found { ROUTE_FOUND, ROUTE_NOT_FOUND, ROUTE_BAD_METHOD };
 
-/* A held request's deadline (see payments_on_deadline). Thread: timer. */
-enum handler_result router_on_deadline(struct request *r, bool draining);
+/* Look up (method, decoded path; raw: the path as on the wire, for the docs/edge-rules.md §7
+ * rule that a percent-encoded '/' or NUL inside a key is 404). ROUTE_FOUND fills kind, route
+ * and param; ROUTE_BAD_METHOD fills allow. Pure. */
+enum route_found router_match(enum http_method method, const char *path, const char *raw,
+                              struct route_match *out);
 
-/* The request's response has ended (or its connection closed): stop counting it in flight,
- * complete its journal entry and count it in the metrics. `completed_ok`: libmicrohttpd sent
- * the whole response. Thread: worker (the completion callback). */
-void router_on_complete(struct request *r, bool completed_ok);
-
-/* Decode standard base64 (RFC 4648 alphabet, '=' padding optional but only at the end) of
- * `in` (NUL-terminated) into a new NUL-terminated buffer (caller frees). Returns NULL on any
- * invalid character, misplaced padding or impossible length. *out_len gets the byte count. */
-char *base64_decode_strict(const char *in, size_t *out_len);
+/* Headers are in (method, path, raw_uri, authorization, content length...): framing, routing,
+ * admission and a Content-Length over --max-body are answered at once (H_RESPOND), else
+ * H_CONTINUE. Thread: worker. */
+enum handler_result router_on_headers(struct gateway *g, struct request *r);
+/* The whole body is in r->body: validate and dispatch. H_RESPOND or H_HOLD. Thread: worker. */
+enum handler_result router_on_body(struct gateway *g, struct request *r);
+/* A held request's deadline (payments_on_deadline). H_RESPOND or H_HOLD. Thread: timer. */
+enum handler_result router_on_deadline(struct gateway *g, struct request *r, bool draining);
+/* The request's response has ended (or its connection closed): observe_complete.
+ * `completed_ok`: libmicrohttpd sent the whole response. Thread: worker. */
+void router_on_complete(struct gateway *g, struct request *r, bool completed_ok);
 
 #endif

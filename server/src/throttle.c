@@ -94,6 +94,13 @@ uint32_t retry_after_ceil(double wait_s)
     return (uint32_t)c;
 }
 
+uint32_t retry_after_told_s(const struct retry_after *ra, uint32_t auto_s)
+{
+    if (ra->format != RA_SECONDS && ra->format != RA_HTTP_DATE)
+        return 0;
+    return ra->is_auto ? auto_s : ra->seconds;
+}
+
 bool retry_after_format(const struct retry_after *ra, uint32_t auto_s, int64_t now_unix_s,
                         char *out, size_t len)
 {

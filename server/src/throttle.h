@@ -46,4 +46,9 @@ uint32_t retry_after_ceil(double wait_s);
 bool retry_after_format(const struct retry_after *ra, uint32_t auto_s, int64_t now_unix_s,
                         char *out, size_t len);
 
+/* The whole seconds the Retry-After of `ra` tells a client to wait (`auto_s` for "auto"):
+ * its value for the seconds and http-date formats, 0 for none and raw (a raw value means
+ * whatever the client makes of it). */
+uint32_t retry_after_told_s(const struct retry_after *ra, uint32_t auto_s);
+
 #endif

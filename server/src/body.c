@@ -1,0 +1,421 @@
+/* body.c -- request bodies: parse, check, hash (see body.h). A body stays as bytes only until
+ * its fields are checked (their errors name a place in them); a held request keeps none. */
+#define _DEFAULT_SOURCE
+#include "body.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rng.h"
+
+#define MAX_SAFE_INT INT64_C(9007199254740991) /* 2^53 - 1 (SPEC §7 "Numbers") */
+
+struct body {
+    json_t *root;
+};
+
+void body_invalid(struct request *r, const char *code, const char *ko, const char *en)
+{
+    request_error(r, code, r->lang_en ? en : ko);
+    r->obs.outcome = OUT_INVALID;
+}
+
+/* Where the value of the top-level member `name` starts in `text` (a body that parsed as a JSON
+ * object): its line and column, counted as jansson counts them for a parse error (from 1; a
+ * column counts characters, so a UTF-8 sequence is one). False if the member is not there, or
+ * its key is written with escapes (then the message names no place). */
+static bool value_pos(const char *text, size_t len, const char *name, int *line, int *col)
+{
+    size_t name_len = strlen(name);
+    int depth = 0, ln = 1, cl = 0;
+    bool want_key = false;  /* at depth 1, the next string is a member's name */
+    bool found_key = false; /* that name was `name`: its value is next */
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '\n') {
+            ln++;
+            cl = 0;
+            continue;
+        }
+        if ((c & 0xc0) != 0x80)
+            cl++;
+        if (c == ' ' || c == '\t' || c == '\r')
+            continue;
+        if (found_key) {
+            if (c == ':')
+                continue;
+            *line = ln;
+            *col = cl;
+            return true;
+        }
+        if (c == '"') {
+            size_t start = i + 1, j = start;
+            bool escaped = false;
+            for (; j < len && text[j] != '"'; j++) {
+                if (text[j] == '\\') {
+                    escaped = true;
+                    j++;
+                }
+            }
+            if (depth == 1 && want_key)
+                found_key = !escaped && j - start == name_len &&
+                            memcmp(text + start, name, name_len) == 0;
+            want_key = false;
+            for (size_t k = start; k <= j && k < len; k++) /* the string's own characters */
+                cl += ((unsigned char)text[k] & 0xc0) != 0x80;
+            i = j;
+            continue;
+        }
+        if (c == '{' || c == '[') {
+            depth++;
+            want_key = depth == 1 && c == '{';
+        } else if (c == '}' || c == ']') {
+            depth--;
+        } else if (c == ',') {
+            want_key = depth == 1;
+        }
+    }
+    return false;
+}
+
+/* invalid() for a member's value: the message ends with " (line L, column C)", the place of the
+ * value in the body (SPEC §2: the message says what and where). */
+static void invalid_field(struct request *r, const char *code, const char *name, const char *ko,
+                          const char *en)
+{
+    int line, col;
+    if (!r->body.data || !value_pos(r->body.data, r->body.len, name, &line, &col)) {
+        body_invalid(r, code, ko, en);
+        return;
+    }
+    char ko_at[512], en_at[512];
+    snprintf(ko_at, sizeof ko_at, "%s (line %d, column %d)", ko, line, col);
+    snprintf(en_at, sizeof en_at, "%s (line %d, column %d)", en, line, col);
+    body_invalid(r, code, ko_at, en_at);
+}
+
+/* jansson reports an integer beyond 64 bits as a parse error; name the field it belongs to by
+ * reading back from the error position to the key before the ':'. */
+static bool key_before(const char *text, size_t pos, char *out, size_t out_len)
+{
+    size_t i = pos;
+    while (i > 0 && strchr("0123456789-+.eE \t\r\n", text[i - 1]))
+        i--;
+    if (i == 0 || text[i - 1] != ':')
+        return false;
+    i--;
+    while (i > 0 && strchr(" \t\r\n", text[i - 1]))
+        i--;
+    if (i == 0 || text[i - 1] != '"')
+        return false;
+    size_t end = --i;
+    while (i > 0 && text[i - 1] != '"')
+        i--;
+    if (i == 0 || end - i >= out_len)
+        return false;
+    memcpy(out, text + i, end - i);
+    out[end - i] = '\0';
+    return true;
+}
+
+static bool parse_body(struct request *r, json_t **out)
+{
+    json_error_t err;
+    const char *text = r->body.data ? r->body.data : "";
+    json_t *root = json_loadb(text, r->body.len, JSON_REJECT_DUPLICATES, &err);
+    char ko[400], en[400];
+    if (!root) {
+        char key[64];
+        if (strstr(err.text, "too big integer") &&
+            key_before(text, (size_t)(err.position > 0 ? err.position - 1 : 0), key, sizeof key)) {
+            snprintf(ko, sizeof ko, "%s: 1 이상 %lld 이하의 정수여야 합니다. (line %d, column %d)",
+                     key, (long long)MAX_SAFE_INT, err.line, err.column);
+            snprintf(en, sizeof en, "%s: must be an integer from 1 to %lld (line %d, column %d)",
+                     key, (long long)MAX_SAFE_INT, err.line, err.column);
+        } else {
+            /* jansson names its own flag here; say what is wrong instead. */
+            const char *what = strstr(err.text, "JSON_ALLOW_NUL")
+                                   ? "\\u0000 (NUL) is not allowed in a string"
+                                   : err.text;
+            snprintf(ko, sizeof ko, "잘못된 요청입니다. JSON 형식 오류: %s (line %d, column %d)",
+                     what, err.line, err.column);
+            snprintf(en, sizeof en, "Invalid JSON: %s (line %d, column %d)", what, err.line,
+                     err.column);
+        }
+        body_invalid(r, "INVALID_REQUEST", ko, en);
+        return false;
+    }
+    /* The bytes stay until the fields are checked (their errors name a place in them); the
+     * handler frees them then (done_with_body), so a held request does not keep them. */
+    if (!json_is_object(root)) {
+        json_decref(root);
+        body_invalid(r, "INVALID_REQUEST", "잘못된 요청입니다. 요청 본문은 JSON 객체여야 합니다.",
+                "Invalid request: the body must be a JSON object.");
+        return false;
+    }
+    *out = root;
+    return true;
+}
+
+static bool key_char_ok(unsigned char c)
+{
+    return c >= 0x21 && c <= 0x7e && c != '/' && c != '?' && c != '#' && c != '%';
+}
+
+static bool valid_payment_key(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 200)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!key_char_ok((unsigned char)s[i]))
+            return false;
+    return true;
+}
+
+static bool valid_order_id(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 6 || n > 64)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_'))
+            return false;
+    }
+    return true;
+}
+
+/* The body's bytes, once its fields are checked. */
+static void done_with_body(struct request *r)
+{
+    buf_fini(&r->body);
+}
+
+/* A required string field: missing or not a string → INVALID_REQUEST (SPEC §2: wrong types);
+ * a string that is not a valid value → `code`. */
+static const char *string_field(struct request *r, json_t *root, const char *name,
+                                const char *code, bool (*ok)(const char *))
+{
+    char ko[160], en[160];
+    json_t *v = json_object_get(root, name);
+    if (!v || json_is_null(v)) {
+        snprintf(ko, sizeof ko, "%s: 필수 값입니다.", name);
+        snprintf(en, sizeof en, "%s: required", name);
+        body_invalid(r, "INVALID_REQUEST", ko, en);
+        return NULL;
+    }
+    if (!json_is_string(v)) {
+        snprintf(ko, sizeof ko, "%s: 문자열이어야 합니다.", name);
+        snprintf(en, sizeof en, "%s: must be a string", name);
+        invalid_field(r, "INVALID_REQUEST", name, ko, en);
+        return NULL;
+    }
+    if (!ok(json_string_value(v))) {
+        snprintf(ko, sizeof ko, "%s: 올바르지 않은 값입니다.", name);
+        snprintf(en, sizeof en, "%s: invalid value", name);
+        invalid_field(r, code, name, ko, en);
+        return NULL;
+    }
+    return json_string_value(v);
+}
+
+/* An amount (SPEC §7 "Numbers"): a JSON integer in 1 .. 2^53-1. An optional field that is
+ * absent or null leaves *out at 0. */
+static bool amount_field(struct request *r, json_t *root, const char *name, bool required,
+                         int64_t *out)
+{
+    json_t *v = json_object_get(root, name);
+    if (!required && (!v || json_is_null(v)))
+        return true;
+    if (v && json_is_integer(v)) {
+        json_int_t x = json_integer_value(v);
+        if (x >= 1 && x <= MAX_SAFE_INT) {
+            *out = (int64_t)x;
+            return true;
+        }
+    }
+    char ko[160], en[160];
+    if (!v || json_is_null(v)) {
+        snprintf(ko, sizeof ko, "%s: 필수 값입니다.", name);
+        snprintf(en, sizeof en, "%s: required", name);
+        body_invalid(r, "INVALID_REQUEST", ko, en);
+        return false;
+    }
+    snprintf(ko, sizeof ko, "%s: 1 이상 %lld 이하의 정수여야 합니다.", name,
+             (long long)MAX_SAFE_INT);
+    snprintf(en, sizeof en, "%s: must be an integer from 1 to %lld", name,
+             (long long)MAX_SAFE_INT);
+    invalid_field(r, "INVALID_REQUEST", name, ko, en);
+    return false;
+}
+
+/* A hash of the body's meaning, not its bytes (SPEC §3: the same request with its keys
+ * reordered or spaced differently is the same request). Walks the parsed tree: an object is
+ * the sum of its (key, value) pair hashes, so key order does not matter and no sorting or
+ * serialising is needed (keys are unique: the parse rejects duplicates); each type has its own
+ * tag, so 1, 1.0, "1" and true all differ, as their canonical JSON texts would. */
+static uint64_t canonical_hash(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        uint64_t sum = 0;
+        const char *k;
+        json_t *x;
+        json_object_foreach((json_t *)v, k, x)
+            sum += mix64(hash64(k, strlen(k), 0x6b) ^ canonical_hash(x));
+        return mix64(sum ^ 0x0b1ec7);
+    }
+    case JSON_ARRAY: {
+        uint64_t h = 0xa77a;
+        for (size_t i = 0; i < json_array_size(v); i++)
+            h = mix64(h ^ canonical_hash(json_array_get(v, i))) + i;
+        return h;
+    }
+    case JSON_STRING:
+        return hash64(json_string_value(v), json_string_length(v), 0x57);
+    case JSON_INTEGER:
+        return mix64((uint64_t)json_integer_value(v) ^ 0x1234567);
+    case JSON_REAL: {
+        double d = json_real_value(v);
+        uint64_t bits;
+        memcpy(&bits, &d, sizeof bits);
+        return mix64(bits ^ 0x7ea1);
+    }
+    case JSON_TRUE:
+        return 0x7c0e;
+    case JSON_FALSE:
+        return 0xfa15e;
+    case JSON_NULL:
+        return 0x9011;
+    }
+    return 0;
+}
+
+
+struct body *body_parse(struct request *r)
+{
+    json_t *root;
+    if (!parse_body(r, &root))
+        return NULL;
+    struct body *b = malloc(sizeof *b);
+    if (!b) {
+        json_decref(root);
+        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
+        r->resp.internal = true;
+        return NULL;
+    }
+    b->root = root;
+    return b;
+}
+
+void body_free(struct body *b)
+{
+    if (b) {
+        json_decref(b->root);
+        free(b);
+    }
+}
+
+void body_identity(const struct body *b, const char **order_id, const char **payment_key,
+                   uint64_t *hash)
+{
+    json_t *pk = json_object_get(b->root, "paymentKey"), *oid = json_object_get(b->root, "orderId");
+    *order_id = json_is_string(oid) ? json_string_value(oid) : NULL;
+    *payment_key = json_is_string(pk) ? json_string_value(pk) : NULL;
+    *hash = canonical_hash(b->root);
+}
+
+bool body_confirm(struct request *r, const struct body *b)
+{
+    const char *pk, *oid;
+    int64_t amount = 0;
+    if (!(pk = string_field(r, b->root, "paymentKey", "INVALID_PAYMENT_KEY", valid_payment_key)) ||
+        !(oid = string_field(r, b->root, "orderId", "INVALID_ORDER_ID", valid_order_id)) ||
+        !amount_field(r, b->root, "amount", true, &amount))
+        return false;
+    done_with_body(r);
+    r->payment_key = strdup(pk);
+    r->order_id = strdup(oid);
+    r->amount = amount;
+    r->body_hash = canonical_hash(b->root); /* idempotency and the report's "same request" */
+    if (!r->payment_key || !r->order_id) {
+        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
+        r->resp.internal = true;
+        return false;
+    }
+    return true;
+}
+
+static size_t utf8_chars(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xc0) != 0x80;
+    return n;
+}
+
+bool body_cancel(struct request *r, const struct body *b)
+{
+    json_t *reason = json_object_get(b->root, "cancelReason");
+    if (!reason || json_is_null(reason)) {
+        body_invalid(r, "INVALID_REQUEST", "cancelReason: 필수 값입니다.", "cancelReason: required");
+        return false;
+    }
+    if (!json_is_string(reason) || json_string_length(reason) == 0 ||
+        utf8_chars(json_string_value(reason)) > 200 ||
+        strlen(json_string_value(reason)) != json_string_length(reason)) {
+        invalid_field(r, "INVALID_REQUEST", "cancelReason",
+                      "cancelReason: 1자 이상 200자 이하의 문자열이어야 합니다.",
+                      "cancelReason: must be a string of 1 to 200 characters");
+        return false;
+    }
+    if (!amount_field(r, b->root, "cancelAmount", false, &r->cancel_amount) ||
+        !amount_field(r, b->root, "refundableAmount", false, &r->refundable_amount))
+        return false;
+    done_with_body(r);
+    r->cancel_reason = strdup(json_string_value(reason));
+    r->body_hash = canonical_hash(b->root); /* idempotency and the report's "same request" */
+    if (!r->cancel_reason) {
+        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
+        r->resp.internal = true;
+        return false;
+    }
+    return true;
+}
+
+bool body_session(struct request *r, const struct body *b, const char **order_id,
+                  int64_t *amount, const char **payment_key, const char **order_name)
+{
+    json_t *root = b->root;
+    const char *oid = string_field(r, root, "orderId", "INVALID_ORDER_ID", valid_order_id);
+    json_t *pkv = json_object_get(root, "paymentKey"), *namev = json_object_get(root, "orderName");
+    if (!oid || !amount_field(r, root, "amount", true, amount))
+        return false;
+    if (pkv && !json_is_null(pkv) &&
+        (!json_is_string(pkv) || !valid_payment_key(json_string_value(pkv)))) {
+        if (json_is_string(pkv))
+            invalid_field(r, "INVALID_PAYMENT_KEY", "paymentKey",
+                          "paymentKey: 올바르지 않은 값입니다.", "paymentKey: invalid value");
+        else
+            invalid_field(r, "INVALID_REQUEST", "paymentKey", "paymentKey: 문자열이어야 합니다.",
+                          "paymentKey: must be a string");
+        return false;
+    }
+    if (namev && !json_is_null(namev) &&
+        (!json_is_string(namev) || json_string_length(namev) == 0 ||
+         utf8_chars(json_string_value(namev)) > 100)) {
+        invalid_field(r, "INVALID_REQUEST", "orderName",
+                      "orderName: 1자 이상 100자 이하의 문자열이어야 합니다.",
+                      "orderName: must be a string of 1 to 100 characters");
+        return false;
+    }
+    done_with_body(r);
+    *order_id = oid;
+    *payment_key = json_is_string(pkv) ? json_string_value(pkv) : NULL;
+    *order_name = json_is_string(namev) ? json_string_value(namev) : NULL;
+    return true;
+}

@@ -1,0 +1,231 @@
+/* gateway.c -- the gateway's state and lifecycle (see gateway.h). Invariants: the store lock
+ * is defined, taken and released here alone, always through gateway_txn's one unlock path;
+ * the generation changes only under it, so a section that found its request's generation
+ * current works on the ledger that request was admitted to. */
+#define _DEFAULT_SOURCE
+#include "gateway.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "request.h"
+#include "rng.h"
+
+/* The store's event sink: every subscriber, in subscription order. */
+static void publish(void *ctx, const struct payment_event *ev)
+{
+    struct gateway *g = ctx;
+    for (size_t i = 0; i < g->n_subscribers; i++)
+        g->subscribers[i].fn(g->subscribers[i].ctx, ev);
+}
+
+int gateway_init(struct gateway *g, const struct config *cfg, profile_resolver resolve,
+                 void *resolve_ctx, struct profile *profile, uint64_t seed,
+                 uint64_t instance_id)
+{
+    memset(g, 0, sizeof *g);
+    pthread_mutex_init(&g->lock, NULL);
+    store_init(&g->store, mix64(instance_id), cfg->idempotency_ttl_s * NS_PER_S, publish, g);
+    g->cfg = cfg;
+    g->resolve = resolve;
+    g->resolve_ctx = resolve_ctx;
+    pthread_mutex_init(&g->apply_lock, NULL);
+    metrics_reset(&g->metrics);
+    g->seed = seed;
+    g->instance_id = instance_id;
+    g->started_unix_us = now_unix_us();
+    if (journal_init(&g->journal, 10000) != 0) {
+        profile_free(profile);
+        return -1;
+    }
+    return gateway_apply(g, profile);
+}
+
+int gateway_subscribe(struct gateway *g, store_event_fn fn, void *ctx)
+{
+    if (g->n_subscribers == GATEWAY_MAX_SUBSCRIBERS)
+        return -1;
+    g->subscribers[g->n_subscribers].fn = fn;
+    g->subscribers[g->n_subscribers].ctx = ctx;
+    g->n_subscribers++;
+    return 0;
+}
+
+uint64_t gateway_generation(struct gateway *g)
+{
+    return __atomic_load_n(&g->generation, __ATOMIC_ACQUIRE);
+}
+
+int gateway_txn(struct gateway *g, struct request *r, gateway_txn_fn fn, void *arg)
+{
+    pthread_mutex_lock(&g->lock);
+    int rc = r && r->adm.generation != g->generation ? GATEWAY_STRADDLED
+                                                       : fn(g, &g->store, r, arg);
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}
+
+bool gateway_expire(struct gateway *g, struct payment *p)
+{
+    return store_expire(&g->store, p, now_unix_us(), g->cfg->session_ttl_s * 1000000);
+}
+
+struct live *gateway_live(struct gateway *g)
+{
+    return atomic_load(&g->live);
+}
+
+int gateway_apply(struct gateway *g, struct profile *p)
+{
+    struct applied *a = calloc(1, sizeof *a);
+    if (a) {
+        a->profile = p;
+        a->owns = true;
+        a->live = live_new(p, now_mono_ns());
+        a->applied_unix_us = now_unix_us();
+    }
+    if (!a || !a->live) {
+        free(a);
+        profile_free(p);
+        return -1;
+    }
+    pthread_mutex_lock(&g->apply_lock);
+    a->prev = g->applied;
+    g->applied = a;
+    atomic_store(&g->live, a->live);
+    pthread_mutex_unlock(&g->apply_lock);
+    return 0;
+}
+
+int gateway_resolve(struct gateway *g, const char *name, struct profile **out,
+                    char err[ERR_LEN])
+{
+    if (!g->resolve) {
+        snprintf(err, ERR_LEN, "no profiles directory");
+        return -1;
+    }
+    return g->resolve(name, out, err, g->resolve_ctx);
+}
+
+struct live *gateway_named_live(struct gateway *g, const char *name, char err[ERR_LEN])
+{
+    if (!profile_name_valid(name)) {
+        snprintf(err, ERR_LEN, "a profile name is [a-z0-9_-]{1,64}");
+        return NULL;
+    }
+    pthread_mutex_lock(&g->apply_lock);
+    struct applied *a = g->named;
+    while (a && strcmp(a->profile->name, name) != 0)
+        a = a->prev;
+    if (!a) {
+        struct profile *p = NULL;
+        if (gateway_resolve(g, name, &p, err) == 0 && (a = calloc(1, sizeof *a)) &&
+            (a->live = live_new(p, now_mono_ns()))) {
+            a->profile = p;
+            a->prev = g->named;
+            g->named = a;
+        } else {
+            free(a);
+            a = NULL;
+            profile_free(p);
+        }
+    }
+    pthread_mutex_unlock(&g->apply_lock);
+    return a ? a->live : NULL;
+}
+
+char *gateway_profile_file(struct gateway *g, char name[PROFILE_NAME_MAX + 1])
+{
+    pthread_mutex_lock(&g->apply_lock);
+    const struct profile *p = g->applied->profile; /* never NULL after init */
+    snprintf(name, PROFILE_NAME_MAX + 1, "%s", p->name);
+    char *file = p->file ? strdup(p->file) : NULL;
+    pthread_mutex_unlock(&g->apply_lock);
+    return file;
+}
+
+void gateway_with_applied(struct gateway *g, void (*fn)(const struct applied *a, void *ctx),
+                          void *ctx)
+{
+    pthread_mutex_lock(&g->apply_lock);
+    fn(g->applied, ctx);
+    pthread_mutex_unlock(&g->apply_lock);
+}
+
+static int reset_store(struct gateway *g, struct store *s, struct request *r, void *arg)
+{
+    (void)r;
+    (void)arg;
+    store_reset(s);
+    __atomic_store_n(&g->generation, g->generation + 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void gateway_reset(struct gateway *g, struct profile *p)
+{
+    /* One step under apply_lock: no profile change, other reset or named lookup can land
+     * between emptying the store and applying the profile. */
+    struct applied *a = calloc(1, sizeof *a);
+    pthread_mutex_lock(&g->apply_lock);
+    gateway_txn(g, NULL, reset_store, NULL);
+    store_attempts_reset(&g->store);
+    journal_reset(&g->journal);
+    metrics_reset(&g->metrics);
+    flight_reset_peaks(&g->flight);
+    /* Profiles named by X-Fakegate-Profile start afresh too: the next request that names one
+     * loads it again, with full buckets and unused budgets. */
+    if (g->named) {
+        struct applied *last = g->named;
+        while (last->prev)
+            last = last->prev;
+        last->prev = g->retired;
+        g->retired = g->named;
+        g->named = NULL;
+    }
+    /* Fresh buckets, budgets and window phases: the given profile, or the active one anew. */
+    const struct profile *cur = p ? p : g->applied->profile; /* never NULL after init */
+    struct live *l = a ? live_new(cur, now_mono_ns()) : NULL;
+    if (l) {
+        a->profile = (struct profile *)cur; /* the active one stays owned by its older entry */
+        a->owns = p != NULL;
+        a->live = l;
+        a->applied_unix_us = now_unix_us();
+        a->prev = g->applied;
+        g->applied = a;
+        atomic_store(&g->live, l);
+    } else {
+        free(a);
+        profile_free(p); /* out of memory: the active profile stays, with its state */
+    }
+    pthread_mutex_unlock(&g->apply_lock);
+}
+
+static void free_named(struct applied *a)
+{
+    for (struct applied *prev; a; a = prev) {
+        prev = a->prev;
+        live_free(a->live);
+        profile_free(a->profile);
+        free(a);
+    }
+}
+
+void gateway_fini(struct gateway *g)
+{
+    free_named(g->named);
+    free_named(g->retired);
+    for (struct applied *a = g->applied, *prev; a; a = prev) {
+        prev = a->prev;
+        live_free(a->live);
+        if (a->owns)
+            profile_free(a->profile);
+        free(a);
+    }
+    journal_fini(&g->journal);
+    pthread_mutex_destroy(&g->apply_lock);
+    store_fini(&g->store);
+    pthread_mutex_destroy(&g->lock);
+}

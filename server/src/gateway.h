@@ -1,0 +1,136 @@
+/* gateway.h -- the gateway's state and its lifecycle: the store (ledger, idempotency records,
+ * attempt counters) behind the one store lock, the profile in force and the profiles named by
+ * X-Fakegate-Profile, the reset generation, the journal and the metrics. Handler modules
+ * (payments.c, admin.c) and the request edge (admit.c, observe.c, router.c) are siblings over
+ * it. Only gateway.c defines or takes the store lock: a caller reaches the store through
+ * gateway_txn, which also refuses a request that a reset has overtaken. */
+#ifndef FAKEGATE_GATEWAY_H
+#define FAKEGATE_GATEWAY_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "journal.h"
+#include "live.h"
+#include "metrics.h"
+#include "profile.h"
+#include "store.h"
+
+struct request;
+
+/* A profile as applied: its parsed form and its live state. */
+struct applied {
+    struct profile *profile;       /* the profile (owned only if `owns`) */
+    bool owns;                     /* false for a re-application by reset */
+    struct live *live;             /* owned */
+    int64_t applied_unix_us;
+    struct applied *prev;
+};
+
+#define GATEWAY_MAX_SUBSCRIBERS 4
+
+struct gateway {
+    pthread_mutex_t lock;          /* the store lock; taken only by gateway.c */
+    struct store store;
+    const struct config *cfg;      /* borrowed, lives as long as the gateway */
+    struct live *_Atomic live;     /* the active profile's state; requests keep the one they
+                                      arrived under */
+    struct flight flight;          /* in-flight counts per route */
+    struct journal journal;        /* the last 10 000 gateway requests */
+    struct metrics metrics;
+    uint64_t generation;           /* bumped by reset, under the store lock (an atomic store,
+                                      so gateway_generation may read it without) */
+    struct applied *applied;       /* every profile ever applied, newest first (in-flight
+                                      requests may still use old ones; freed at exit) */
+    pthread_mutex_t apply_lock;    /* serialises profile switches and resets */
+    profile_resolver resolve;      /* loads a profile by name (from --profiles-dir) */
+    void *resolve_ctx;
+    struct applied *named;         /* X-Fakegate-Profile: profiles loaded by name, cached until
+                                      the next reset */
+    struct applied *retired;       /* named entries a reset dropped (requests in flight may
+                                      still use them; freed at exit) */
+    uint64_t seed;                 /* the seed at start (--seed, the start profile's, or random;
+                                      printed); a profile applied later brings its own */
+    uint64_t instance_id;          /* random per process */
+    int64_t started_unix_us;
+    struct {
+        store_event_fn fn;
+        void *ctx;
+    } subscribers[GATEWAY_MAX_SUBSCRIBERS];
+    size_t n_subscribers;
+};
+
+/* Initialise with the settings (borrowed), the profile resolver (for names; may be NULL: then
+ * only inline profiles apply) and the start profile (owned from now on). `seed` is the
+ * effective seed, `instance_id` random per process. Returns 0, or -1 on out of memory.
+ * Thread: main, before the daemon starts. */
+int gateway_init(struct gateway *g, const struct config *cfg, profile_resolver resolve,
+                 void *resolve_ctx, struct profile *profile, uint64_t seed,
+                 uint64_t instance_id);
+void gateway_fini(struct gateway *g);
+
+/* Call fn(ctx, ev) for every payment status change from now on (store.h: under the store
+ * lock; it must not block). At most GATEWAY_MAX_SUBSCRIBERS. Returns 0, or -1 when full.
+ * Thread: main, before the daemon starts. */
+int gateway_subscribe(struct gateway *g, store_event_fn fn, void *ctx);
+
+/* gateway_txn's answer when a reset ran since the request was admitted: fn did not run. */
+#define GATEWAY_STRADDLED (-1000)
+
+/* A section of work on the store: runs under the store lock, returns what gateway_txn returns
+ * (any value but GATEWAY_STRADDLED). */
+typedef int (*gateway_txn_fn)(struct gateway *g, struct store *s, struct request *r, void *arg);
+
+/* Run fn(g, &g->store, r, arg) under the store lock -- the one guard every store access goes
+ * through. When r is not NULL and a reset has run since r was admitted (r->adm.generation),
+ * fn is not run and GATEWAY_STRADDLED is returned: r belongs to a ledger that is gone.
+ * Thread: any; fn must not call gateway_txn. */
+int gateway_txn(struct gateway *g, struct request *r, gateway_txn_fn fn, void *arg);
+
+/* The reset count now, without the store lock. A /v1 request is stamped with it when
+ * admitted. Exact where gateway_txn checks it; elsewhere (attempt counts, faults drawn) as of
+ * an unlocked read a few microseconds earlier. Thread: any. */
+uint64_t gateway_generation(struct gateway *g);
+
+/* Apply `p` (ownership passes to the gateway) to every request that arrives from now on;
+ * requests in flight keep the state they arrived with. Returns 0, or -1 on out of memory (p
+ * freed, the old profile stays). Thread: any. */
+int gateway_apply(struct gateway *g, struct profile *p);
+
+/* The state of the profile called `name` for X-Fakegate-Profile: loaded once through the
+ * resolver and cached (its buckets and budgets are shared by the requests that name it).
+ * Borrowed, or NULL with a message in err. Thread: any. */
+struct live *gateway_named_live(struct gateway *g, const char *name, char err[ERR_LEN]);
+
+/* Load profile `name` (shipped or --profiles-dir) through the resolver: 0 with *out (caller
+ * owns), or -1 with a message in err. Thread: any. */
+int gateway_resolve(struct gateway *g, const char *name, struct profile **out,
+                    char err[ERR_LEN]);
+
+/* POST /__admin/reset: empty the store, journal, counters, peaks (restarted from the requests
+ * in flight now), attempt counts, and the state of the profiles X-Fakegate-Profile named
+ * (reloaded when next named); then apply `p` (taking ownership), or re-apply the active
+ * profile when p is NULL (fresh buckets, budgets, windows) -- all as one step under
+ * apply_lock. Thread: any. */
+void gateway_reset(struct gateway *g, struct profile *p);
+
+/* The profile in force: its name copied into `name`, and a malloc'd copy of the file it was
+ * read from (the start profile, or one PUT or reset by name), or NULL when it was given inline
+ * (a request body) or memory ran out. Thread: any. */
+char *gateway_profile_file(struct gateway *g, char name[PROFILE_NAME_MAX + 1]);
+
+/* The state in force for a new request: the active profile's live root. Borrowed. */
+struct live *gateway_live(struct gateway *g);
+
+/* The applied entry in force, for GET /__admin/profile: fn(a, ctx) runs under apply_lock so
+ * the entry cannot change meanwhile. Thread: any. */
+void gateway_with_applied(struct gateway *g, void (*fn)(const struct applied *a, void *ctx),
+                          void *ctx);
+
+/* Expire p if its session is over (--session-ttl; docs/api.md §2.1). True if p is EXPIRED.
+ * Store lock held (inside a gateway_txn section). */
+bool gateway_expire(struct gateway *g, struct payment *p);
+
+#endif

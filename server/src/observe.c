@@ -1,0 +1,132 @@
+/* observe.c -- journal, metrics and access log (see observe.h). Counting happens once, at
+ * completion, from what the request recorded in r->obs; the payment counters come from the
+ * store's events, so no commit path counts by hand. */
+#include "observe.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "buf.h"
+#include "common.h"
+
+static void on_payment_event(void *ctx, const struct payment_event *ev)
+{
+    struct gateway *g = ctx;
+    atomic_fetch_add(&g->metrics.payments[ev->status], 1);
+    if (ev->cause && ev->status != PAY_IN_PROGRESS && ev->status != PAY_EXPIRED)
+        ev->cause->obs.committed = true; /* it changed the ledger, whatever answer it gets */
+}
+
+int observe_init(struct gateway *g)
+{
+    return gateway_subscribe(g, on_payment_event, g);
+}
+
+void observe_arrival(struct gateway *g, struct request *r)
+{
+    struct journal_entry e = {.arrived_unix_us = r->arrived_unix_us,
+                              .arrived_mono_ns = r->arrived_ns,
+                              .path = r->raw_uri ? r->raw_uri : r->path,
+                              .route = (int)r->route,
+                              .idempotency_key = r->idem_key_raw, /* the identity of a request
+                                                                     refused before its body */
+                              .fault = "none"};
+    snprintf(e.method, sizeof e.method, "%s", r->method_str);
+    r->obs.journaled = true;
+    r->obs.journal_id = journal_begin(&g->journal, &e);
+}
+
+void observe_planned(struct gateway *g, const struct request *r)
+{
+    struct journal_entry e = {
+        .order_id = r->order_id, .payment_key = r->payment_key,
+        .idempotency_key = r->adm.idem_key, .body_hash = r->body_hash, .attempt = r->attempt,
+        .queue_latency_ms = r->queue_latency_ms, .latency_ms = r->latency_ms,
+        .fault = fault_kind_name(r->fault ? r->fault->kind : FAULT_NONE)};
+    if (r->kind == RK_GET_ORDER)
+        e.order_id = r->path_param;
+    else if (r->kind == RK_GET_PAYMENT)
+        e.payment_key = r->path_param;
+    journal_update(&g->journal, r->obs.journal_id, &e);
+}
+
+void observe_identity(struct gateway *g, const struct request *r, const char *order_id,
+                      const char *payment_key, uint64_t body_hash)
+{
+    /* journal_update copies the strings: the entry only borrows them here. */
+    struct journal_entry e = {.order_id = (char *)order_id, .payment_key = (char *)payment_key,
+                              .idempotency_key = r->adm.idem_key, .body_hash = body_hash};
+    journal_update(&g->journal, r->obs.journal_id, &e);
+}
+
+void observe_fault(struct gateway *g, const struct request *r)
+{
+    if (r->obs.fault_acted && r->fault)
+        atomic_fetch_add(&g->metrics.faults[r->fault->kind], 1);
+}
+
+static void access_log(struct gateway *g, const struct request *r, struct journal_entry *e)
+{
+    e->arrived_unix_us = r->arrived_unix_us;
+    e->arrived_mono_ns = r->arrived_ns;
+    snprintf(e->method, sizeof e->method, "%s", r->method_str);
+    e->path = r->raw_uri ? r->raw_uri : r->path;
+    e->route = (int)r->route;
+    e->order_id = r->order_id ? r->order_id : (r->kind == RK_GET_ORDER ? r->path_param : NULL);
+    e->idempotency_key = r->adm.idem_key ? r->adm.idem_key : r->idem_key_raw;
+    e->fault = fault_kind_name(r->fault ? r->fault->kind : FAULT_NONE);
+    struct buf line;
+    buf_init(&line);
+    journal_log_line(&line, e, g->cfg->log_json);
+    if (line.data)
+        fwrite(line.data, 1, line.len, stderr);
+    buf_fini(&line);
+}
+
+static void count(struct metrics *m, const struct request *r)
+{
+    const struct observe_state *o = &r->obs;
+    atomic_fetch_add(&m->requests[r->route][o->outcome], 1);
+    if (o->outcome == OUT_REPLAYED)
+        atomic_fetch_add(&m->replays, 1);
+    if (o->outcome == OUT_CONFLICT)
+        atomic_fetch_add(&m->conflicts, 1);
+    if (o->outcome == OUT_THROTTLED)
+        atomic_fetch_add(&m->throttled[r->route], 1);
+    if (o->key_reuse)
+        atomic_fetch_add(&m->key_reuse, 1);
+    if (o->planned) /* what was really injected: the queue, and the latency if it got there */
+        metrics_observe_latency(m, r->queue_latency_ms + (o->latency_spent ? r->latency_ms : 0));
+}
+
+void observe_complete(struct gateway *g, struct request *r, bool completed_ok)
+{
+    if (r->adm.in_flight)
+        flight_end(&g->flight, r->route);
+    r->adm.in_flight = false;
+    if (!r->obs.journaled) {
+        atomic_fetch_add(&g->metrics.admin_requests, 1);
+        return;
+    }
+    const struct response *rs = &r->resp;
+    bool lost = rs->wire == WIRE_CLOSE || rs->wire == WIRE_RESET || rs->wire == WIRE_HANG;
+    struct journal_entry e = {.ended_mono_ns = now_mono_ns(), .sent_mono_ns = r->obs.sent_ns,
+                              .status = lost ? 0 : rs->status, .code = lost ? NULL : rs->code,
+                              .retry_after_s = lost ? 0 : rs->retry_after_s,
+                              .outcome = r->obs.outcome, .queue_latency_ms = r->queue_latency_ms,
+                              .latency_ms = r->latency_ms, .key_reuse = r->obs.key_reuse,
+                              .committed = r->obs.committed};
+    if (lost || r->obs.client_gone)
+        e.delivered = DELIVERED_NO;
+    else if (rs->wire == WIRE_TRUNCATE)
+        e.delivered = DELIVERED_PARTIAL;
+    else if (completed_ok)
+        e.delivered = DELIVERED_YES;
+    else
+        e.delivered = r->obs.sent_ns ? DELIVERED_PARTIAL : DELIVERED_NO;
+    journal_update(&g->journal, r->obs.journal_id, &e);
+    if (!g->cfg->quiet)
+        access_log(g, r, &e);
+    if (!r->obs.straddled_reset) /* its entry and counters were emptied by the reset */
+        count(&g->metrics, r);
+}

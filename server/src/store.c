@@ -1,0 +1,158 @@
+/* store.c -- the in-memory store (see store.h): ledger.c, idem.c and the attempt counters of
+ * live.c, with every status change of a payment sent to the event sink. Invariant: a payment
+ * changes status only here, so each change is announced exactly once. */
+#include "store.h"
+
+#include <assert.h>
+
+static void emit(struct store *s, const struct payment *p, struct request *cause)
+{
+    struct payment_event ev = {.status = p->status, .payment = p, .cause = cause};
+    if (s->emit)
+        s->emit(s->emit_ctx, &ev);
+}
+
+void store_init(struct store *s, uint64_t salt, int64_t idem_ttl_ns, store_event_fn fn,
+                void *emit_ctx)
+{
+    ledger_init(&s->ledger, salt);
+    idem_init(&s->idem, idem_ttl_ns);
+    attempts_init(&s->attempts);
+    s->emit = fn;
+    s->emit_ctx = emit_ctx;
+}
+
+void store_fini(struct store *s)
+{
+    attempts_fini(&s->attempts);
+    idem_fini(&s->idem);
+    ledger_fini(&s->ledger);
+}
+
+void store_reset(struct store *s)
+{
+    ledger_reset(&s->ledger);
+    idem_reset(&s->idem);
+}
+
+void store_attempts_reset(struct store *s)
+{
+    attempts_reset(&s->attempts);
+}
+
+struct payment *store_payment(struct store *s, const char *payment_key)
+{
+    return ledger_get(&s->ledger, payment_key);
+}
+
+struct payment *store_payment_by_order(struct store *s, const char *order_id)
+{
+    return ledger_get_by_order(&s->ledger, order_id);
+}
+
+size_t store_payment_count(const struct store *s)
+{
+    return s->ledger.n_all;
+}
+
+struct payment *store_payment_at(struct store *s, size_t i)
+{
+    return s->ledger.all[i];
+}
+
+struct payment *store_create(struct store *s, const char *payment_key, const char *order_id,
+                             int64_t amount, int64_t now_us, struct request *cause,
+                             enum ledger_create_result *why)
+{
+    struct payment *p = ledger_create(&s->ledger, payment_key, order_id, amount, now_us, why);
+    if (p)
+        emit(s, p, cause);
+    return p;
+}
+
+int store_approve(struct store *s, struct payment *p, int64_t now_us, struct request *cause)
+{
+    assert(p->status == PAY_IN_PROGRESS && p->charges == 0); /* charges <= 1 */
+    if (ledger_approve(&s->ledger, p, now_us) != 0)
+        return -1;
+    emit(s, p, cause);
+    return 0;
+}
+
+int store_cancel(struct store *s, struct payment *p, int64_t amount, const char *reason,
+                 int64_t now_us, struct request *cause)
+{
+    assert(amount >= 1 && amount <= p->balance);
+    if (ledger_cancel(&s->ledger, p, amount, reason, now_us) != 0)
+        return -1;
+    emit(s, p, cause);
+    return 0;
+}
+
+bool store_expire(struct store *s, struct payment *p, int64_t now_us, int64_t ttl_us)
+{
+    bool was = p->status == PAY_EXPIRED;
+    bool is = ledger_expire_if_stale(p, now_us, ttl_us);
+    if (is && !was)
+        emit(s, p, NULL);
+    return is;
+}
+
+int store_note_idem_key(struct store *s, struct payment *p, const char *idem_key)
+{
+    (void)s;
+    return ledger_note_idem_key(p, idem_key);
+}
+
+size_t store_tx_count(const struct store *s)
+{
+    return s->ledger.n_txs;
+}
+
+const struct ledger_tx *store_tx_at(const struct store *s, size_t i)
+{
+    return &s->ledger.txs[i];
+}
+
+long store_tx_find(const struct store *s, const char *tx_key)
+{
+    return ledger_find_tx(&s->ledger, tx_key);
+}
+
+const struct ledger *store_ledger(const struct store *s)
+{
+    return &s->ledger;
+}
+
+struct idem_record *store_idem_lookup(struct store *s, const char *scope, size_t len,
+                                      int64_t now_ns)
+{
+    return idem_lookup(&s->idem, scope, len, now_ns);
+}
+
+struct idem_record *store_idem_claim(struct store *s, const char *scope, size_t len,
+                                     const void *owner, uint64_t body_hash, int64_t now_ns)
+{
+    return idem_claim(&s->idem, scope, len, owner, body_hash, now_ns);
+}
+
+int store_idem_complete(struct store *s, struct idem_record *rec, const void *owner,
+                        struct idem_response *resp)
+{
+    (void)s;
+    int rc = idem_complete(rec, owner, resp);
+    assert(rc == 0); /* a record is completed only by its owner */
+    return rc;
+}
+
+int store_idem_release(struct store *s, struct idem_record *rec, const void *owner)
+{
+    int rc = idem_release(&s->idem, rec, owner);
+    assert(rc == 0); /* and released only by its owner */
+    return rc;
+}
+
+uint32_t store_attempts_next(struct store *s, enum route_id route, const char *identity)
+{
+    return attempts_next(&s->attempts, route, identity);
+}

@@ -1,0 +1,113 @@
+/* store.h -- the gateway's state behind one interface: payments and their transactions (the
+ * ledger), idempotency records and attempt counters. Handlers reach the state only through
+ * these calls, so a shared store (several instances, one database) can replace today's
+ * in-memory one without touching them. Every change of a payment's status leaves the store as
+ * a `struct payment_event` through the sink given to store_init: the journal, metrics and
+ * (later) webhook deliveries subscribe there instead of each commit path calling them.
+ * Locking: every call but store_attempts_next and store_init/fini needs the gateway's store
+ * lock, held through gateway_txn (gateway.h); store_attempts_next has locks of its own. */
+#ifndef FAKEGATE_STORE_H
+#define FAKEGATE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "idem.h"
+#include "ledger.h"
+#include "live.h"
+
+struct request;
+
+/* One status change of a payment, as the store made it. `payment` is borrowed for the call
+ * only (the store lock is held): a subscriber that keeps anything copies it. `cause` is the
+ * request whose plan made the change (NULL for an expiry seen by a read of another request,
+ * or an admin call). */
+struct payment_event {
+    enum pay_status status;          /* the status it changed to */
+    const struct payment *payment;
+    struct request *cause;
+};
+
+/* Receives every payment_event, under the store lock, on the thread that made the change: it
+ * must not block or take the store lock. */
+typedef void (*store_event_fn)(void *ctx, const struct payment_event *ev);
+
+struct store {
+    struct ledger ledger;
+    struct idem_store idem;
+    struct attempts attempts;
+    store_event_fn emit;
+    void *emit_ctx;
+};
+
+/* Initialise an empty in-memory store: `salt` makes derived keys (transaction keys, secrets)
+ * unique per process, `idem_ttl_ns` is how long an idempotency record lives (ns), events go to
+ * emit(emit_ctx, ...). Thread: main. */
+void store_init(struct store *s, uint64_t salt, int64_t idem_ttl_ns, store_event_fn emit,
+                void *emit_ctx);
+void store_fini(struct store *s);
+/* Empty the payments and the idempotency records (POST /__admin/reset); the id and commit
+ * sequences carry on, so no derived key repeats. Store lock held. */
+void store_reset(struct store *s);
+/* Empty the attempt counters (POST /__admin/reset). Its own locks: no store lock needed. */
+void store_attempts_reset(struct store *s);
+
+/* --- payments (docs/api.md §2) --- */
+
+/* Payment by paymentKey / by orderId, or NULL. Borrowed: valid while the store lock is held
+ * and no reset has run. */
+struct payment *store_payment(struct store *s, const char *payment_key);
+struct payment *store_payment_by_order(struct store *s, const char *order_id);
+/* Every payment in creation order: the i-th for i < store_payment_count. Borrowed. */
+size_t store_payment_count(const struct store *s);
+struct payment *store_payment_at(struct store *s, size_t i);
+/* Create a payment IN_PROGRESS at now_us (µs since the epoch): see ledger_create for `why`.
+ * Emits IN_PROGRESS on success. */
+struct payment *store_create(struct store *s, const char *payment_key, const char *order_id,
+                             int64_t amount, int64_t now_us, struct request *cause,
+                             enum ledger_create_result *why);
+/* Approve p (IN_PROGRESS, its confirm's claim held) at now_us. Emits DONE. 0, or -1 on out of
+ * memory (nothing changed). */
+int store_approve(struct store *s, struct payment *p, int64_t now_us, struct request *cause);
+/* Cancel `amount` KRW of p at now_us (the caller checked docs/edge-rules.md §7's rules).
+ * Emits CANCELED or PARTIAL_CANCELED. 0, or -1 on out of memory (nothing changed). */
+int store_cancel(struct store *s, struct payment *p, int64_t amount, const char *reason,
+                 int64_t now_us, struct request *cause);
+/* Expire p if its session is older than ttl_us at now_us (docs/api.md §2.1); emits EXPIRED
+ * the first time. True if p is EXPIRED now. */
+bool store_expire(struct store *s, struct payment *p, int64_t now_us, int64_t ttl_us);
+/* Remember `idem_key` on p's confirms (for GET /__admin/payments). 0, or -1 on out of memory. */
+int store_note_idem_key(struct store *s, struct payment *p, const char *idem_key);
+
+/* --- transactions (docs/api.md §2.2) --- */
+
+/* Rows in commit order: the i-th for i < store_tx_count. Borrowed. */
+size_t store_tx_count(const struct store *s);
+const struct ledger_tx *store_tx_at(const struct store *s, size_t i);
+/* The index of the row whose transactionKey is `tx_key`, or -1 if none. */
+long store_tx_find(const struct store *s, const char *tx_key);
+/* What the renderers (render.h) read for derived keys. Borrowed. */
+const struct ledger *store_ledger(const struct store *s);
+
+/* --- idempotency records (docs/idempotency.md §3) --- */
+
+/* The live record of `scope` at now_ns (monotonic), or NULL (an expired one is dropped). */
+struct idem_record *store_idem_lookup(struct store *s, const char *scope, size_t len,
+                                      int64_t now_ns);
+/* A PROCESSING record owned by `owner`; none may exist. NULL on out of memory. */
+struct idem_record *store_idem_claim(struct store *s, const char *scope, size_t len,
+                                     const void *owner, uint64_t body_hash, int64_t now_ns);
+/* Complete (DONE with *resp, whose body the record takes) or release (delete) rec: only its
+ * owner may. 0, or -1 if `owner` does not hold it. */
+int store_idem_complete(struct store *s, struct idem_record *rec, const void *owner,
+                        struct idem_response *resp);
+int store_idem_release(struct store *s, struct idem_record *rec, const void *owner);
+
+/* --- attempt counters (docs/profiles.md §4 "attempts") --- */
+
+/* One more request of `identity` on `route`: its attempt number (1 for the first since the
+ * last reset). Thread: any, without the store lock. */
+uint32_t store_attempts_next(struct store *s, enum route_id route, const char *identity);
+
+#endif
