@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "testkit.h"
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -2388,7 +2389,7 @@ START_TEST(test_report_well_behaved_client_has_no_findings)
 }
 END_TEST
 
-static Suite *admin_suite(void)
+Suite *make_suite(void)
 {
     Suite *su = suite_create("blackbox_admin");
 
@@ -2430,10 +2431,4 @@ static Suite *admin_suite(void)
     tcase_add_test(tc, test_report_early_retry_with_an_http_date);
     tcase_add_test(tc, test_report_new_key_resend_by_payment_key);
     return su;
-}
-
-int main(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    return run_suite(admin_suite());
 }

@@ -1,8 +1,9 @@
 /* testkit.h -- the helpers the black-box Check suites (client-tests/tests/check_*.c) share:
  * starting and stopping a server, asserting on responses (with the caller's line number through
- * the *_at(__LINE__) macros), reading the ledger and orders, strict JSON accessors, and running a
- * suite. Everything here may fail the current Check test (ck_assert), so it is linked into the
- * check_* binaries only, never into the experiments runner (see the Makefile). */
+ * the *_at(__LINE__) macros), reading the ledger and orders, strict JSON accessors, and the
+ * process set-up hook of the shared main. Everything here may fail the current Check test
+ * (ck_assert), so it is linked into the check_* binaries only, never into the experiments runner
+ * (see the Makefile). */
 #ifndef FAKEGATE_TESTKIT_H
 #define FAKEGATE_TESTKIT_H
 
@@ -129,7 +130,9 @@ size_t ledger_size(const fg_server *s);
 
 /* A new test case `name` with this timeout (seconds), already added to `su`. */
 TCase *add_tcase(Suite *su, const char *name, double timeout_s);
-/* Run the suite (CK_ENV), free it; EXIT_SUCCESS if no test failed, else EXIT_FAILURE. */
-int run_suite(Suite *su);
+/* Every black-box binary runs through the shared main (server/tests/check_main.h): a suite
+ * defines make_suite(). testkit.c defines the check_main_setup() hook for all of them:
+ * curl_global_init(CURL_GLOBAL_DEFAULT) once, before any test forks or starts a thread that
+ * uses curl. */
 
 #endif
