@@ -30,10 +30,15 @@ LDLIBS_CURL= $(shell pkg-config --libs libcurl jansson 2>/dev/null)
 SRV_SRC   := $(wildcard server/src/*.c)
 SRV_OBJ   := $(SRV_SRC:%.c=$(BUILD)/obj/%.o)
 LIB_OBJ   := $(filter-out $(BUILD)/obj/server/src/main.o,$(SRV_OBJ))
-UNIT_SRC  := $(wildcard server/tests/check_*.c)
+# Test binaries: one per server/tests/check_*.c (unit) and client-tests/tests/check_*.c
+# (black-box). Each file defines make_suite(); the one main() is server/tests/check_main.c,
+# linked into every test binary. Black-box binaries also link the testkit (testkit*.c).
+CHECK_MAIN:= $(BUILD)/obj/server/tests/check_main.o
+UNIT_SRC  := $(filter-out server/tests/check_main.c,$(wildcard server/tests/check_*.c))
 UNIT_BIN  := $(UNIT_SRC:server/tests/%.c=$(BUILD)/tests/%)
 CT_LIB_SRC:= $(filter-out client-tests/tests/%,$(wildcard client-tests/*.c))
 CT_LIB_OBJ:= $(CT_LIB_SRC:%.c=$(BUILD)/obj/%.o)
+KIT_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard client-tests/tests/testkit*.c))
 BB_SRC    := $(wildcard client-tests/tests/check_*.c)
 BB_BIN    := $(BB_SRC:client-tests/tests/%.c=$(BUILD)/client-tests/%)
 
@@ -59,13 +64,16 @@ $(BUILD)/fakegate: $(SRV_OBJ)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -iquote server/src -iquote client-tests -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -iquote server/src -iquote client-tests $(TEST_INC) -c -o $@ $<
 
-$(BUILD)/tests/%: $(BUILD)/obj/server/tests/%.o $(LIB_OBJ)
+# Test sources find check_main.h.
+$(BUILD)/obj/server/tests/%.o $(BUILD)/obj/client-tests/tests/%.o: TEST_INC := -iquote server/tests
+
+$(BUILD)/tests/%: $(BUILD)/obj/server/tests/%.o $(CHECK_MAIN) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS_SRV) $(LDLIBS_CHK)
 
-$(BUILD)/client-tests/%: $(BUILD)/obj/client-tests/tests/%.o $(BUILD)/obj/client-tests/tests/testkit.o $(CT_LIB_OBJ)
+$(BUILD)/client-tests/%: $(BUILD)/obj/client-tests/tests/%.o $(CHECK_MAIN) $(KIT_OBJ) $(CT_LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS_CURL) $(LDLIBS_CHK) -lm
 

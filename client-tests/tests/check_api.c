@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "testkit.h"
 
 #define NO_CACHE "no-cache, no-store, max-age=0, must-revalidate"
@@ -1316,7 +1317,7 @@ START_TEST(test_probe_with_a_bad_port_exits_2_naming_it)
 }
 END_TEST
 
-static Suite *api_suite(void)
+Suite *make_suite(void)
 {
     Suite *su = suite_create("blackbox_api");
 
@@ -1363,9 +1364,4 @@ static Suite *api_suite(void)
     tcase_add_test(tc, test_probe_exits_nonzero_when_nothing_listens);
     tcase_add_test(tc, test_probe_with_a_bad_port_exits_2_naming_it);
     return su;
-}
-
-int main(void)
-{
-    return run_suite(api_suite());
 }

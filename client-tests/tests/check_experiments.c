@@ -11,11 +11,11 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <check.h>
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "experiment.h"
 
 #define SCALE 0.25
@@ -168,7 +168,7 @@ START_TEST(test_e3_retry_storm_vs_backoff_and_breaker)
 }
 END_TEST
 
-int main(void)
+Suite *make_suite(void)
 {
     Suite *su = suite_create("blackbox_experiments");
     TCase *tc = tcase_create("published_directions");
@@ -177,15 +177,10 @@ int main(void)
     if (san && strcmp(san, "1") == 0) {
         printf("check_experiments: skipped under SANITIZE=1 (timing-based; run make test)\n");
     } else {
-        curl_global_init(CURL_GLOBAL_DEFAULT);
         tcase_add_test(tc, test_e1_resend_vs_lossy_and_saturated);
         tcase_add_test(tc, test_e2_jitter_vs_fixed_intervals_against_periodic_throttling);
         tcase_add_test(tc, test_e3_retry_storm_vs_backoff_and_breaker);
     }
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return su;
 }

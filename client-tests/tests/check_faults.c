@@ -18,6 +18,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "check_main.h"
 #include "testkit.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
@@ -1007,7 +1008,7 @@ START_TEST(test_shipped_profiles_load_by_name)
 }
 END_TEST
 
-static Suite *faults_suite(void)
+Suite *make_suite(void)
 {
     Suite *su = suite_create("blackbox_faults");
 
@@ -1047,9 +1048,4 @@ static Suite *faults_suite(void)
     tc = add_tcase(su, "shipped", 60);
     tcase_add_test(tc, test_shipped_profiles_load_by_name);
     return su;
-}
-
-int main(void)
-{
-    return run_suite(faults_suite());
 }

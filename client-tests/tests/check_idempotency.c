@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "check_main.h"
 #include "testkit.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
@@ -471,7 +472,7 @@ START_TEST(test_replay_of_business_error_is_byte_identical)
 }
 END_TEST
 
-static Suite *idempotency_suite(void)
+Suite *make_suite(void)
 {
     Suite *su = suite_create("blackbox_idempotency");
 
@@ -490,9 +491,4 @@ static Suite *idempotency_suite(void)
     tcase_add_test(tc, test_chunked_body_over_max_body_gets_413_and_close);
     tcase_add_test(tc, test_empty_and_folded_idempotency_key_rejected);
     return su;
-}
-
-int main(void)
-{
-    return run_suite(idempotency_suite());
 }

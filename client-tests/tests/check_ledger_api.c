@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "check_main.h"
 #include "testkit.h"
 
 #define MS_NS INT64_C(1000000)
@@ -1349,7 +1350,7 @@ START_TEST(test_paths_hiding_a_slash_or_nul_get_404_not_found)
 }
 END_TEST
 
-static Suite *ledger_api_suite(void)
+Suite *make_suite(void)
 {
     Suite *su = suite_create("blackbox_ledger_api");
 
@@ -1384,9 +1385,4 @@ static Suite *ledger_api_suite(void)
     tcase_add_test(tc, test_test_code_is_ignored_for_a_live_key);
     tcase_add_test(tc, test_paths_hiding_a_slash_or_nul_get_404_not_found);
     return su;
-}
-
-int main(void)
-{
-    return run_suite(ledger_api_suite());
 }

@@ -18,6 +18,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "testkit.h"
 
 #define LOG_LINE_MAX 8192
@@ -1110,7 +1111,7 @@ END_TEST
 
 /* ---- suite -------------------------------------------------------------------------------- */
 
-static Suite *overrides_suite(void)
+Suite *make_suite(void)
 {
     Suite *su = suite_create("blackbox_overrides");
 
@@ -1152,9 +1153,4 @@ static Suite *overrides_suite(void)
     tcase_add_test(tc, test_access_log_text_line_at_most_8k);
     tcase_add_test(tc, test_access_log_json_long_line_is_json);
     return su;
-}
-
-int main(void)
-{
-    return run_suite(overrides_suite());
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "experiment.h"
 #include "retry.h"
 
@@ -480,7 +481,7 @@ START_TEST(test_metrics_arrivals)
 }
 END_TEST
 
-int main(void)
+Suite *make_suite(void)
 {
     Suite *su = suite_create("retry_lib");
     TCase *tc = tcase_create("pure");
@@ -504,9 +505,5 @@ int main(void)
     tcase_add_test(tc, test_scale_profile_scales_every_duration);
     tcase_add_test(tc, test_metrics_arrivals);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return su;
 }

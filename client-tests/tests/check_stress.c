@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "testkit.h"
 
 #define N_THREADS 64
@@ -399,12 +400,12 @@ START_TEST(test_128_requests_ready_at_once_are_answered)
 }
 END_TEST
 
-int main(void)
+Suite *make_suite(void)
 {
     Suite *su = suite_create("blackbox_stress");
     TCase *tc = add_tcase(su, "idempotency_under_load", 120);
     tcase_add_test(tc, test_concurrent_confirms_charge_each_payment_once);
     TCase *tr = add_tcase(su, "ready_at_once", 30);
     tcase_add_test(tr, test_128_requests_ready_at_once_are_answered);
-    return run_suite(su);
+    return su;
 }

@@ -3,6 +3,8 @@
 
 #include "testkit.h"
 
+#include "check_main.h"
+
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -331,11 +333,7 @@ TCase *add_tcase(Suite *su, const char *name, double timeout_s)
     return tc;
 }
 
-int run_suite(Suite *su)
+void check_main_setup(void)
 {
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    curl_global_init(CURL_GLOBAL_DEFAULT);
 }

@@ -1,11 +1,16 @@
 /* testkit.h -- the helpers the black-box Check suites (client-tests/tests/check_*.c) share:
  * starting and stopping a server, asserting on responses (with the caller's line number through
- * the *_at(__LINE__) macros), reading the ledger and orders, strict JSON accessors, and running a
- * suite. Everything here may fail the current Check test (ck_assert), so it is linked into the
- * check_* binaries only, never into the experiments runner (see the Makefile). */
+ * the *_at(__LINE__) macros), reading the ledger and orders, strict JSON accessors, and the
+ * process set-up hook of the shared main (testkit.c); for the control-plane suites
+ * (check_admin_*.c) admin calls, the journal, a multi loop of held requests, reset
+ * (testkit_admin.c) and a strict Prometheus text parser (testkit_prom.c). Everything here may
+ * fail the current Check test (ck_assert), so it is linked into the check_* binaries only, never
+ * into the experiments runner (see the Makefile). */
 #ifndef FAKEGATE_TESTKIT_H
 #define FAKEGATE_TESTKIT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -125,11 +130,146 @@ void assert_charged_once_at(int line, const fg_server *s, const char *pk, const 
 /* How many entries the ledger holds. */
 size_t ledger_size(const fg_server *s);
 
+/* --- the admin API (testkit_admin.c; used by the check_admin_*.c suites) ------------------ */
+
+/* Start with a profile named "admin" whose confirm route is `confirm` ('-quoted object) and
+ * everything else instant, with --profiles-dir so that names resolve. */
+fg_server *start_admin_confirm(const char *confirm);
+/* A request to an admin route (no auth), with an optional body and an optional extra header
+ * line. Same returns as fg_http. */
+int admin_call(const fg_server *s, const char *method, const char *path, const char *body,
+               const char *header, fg_response *r);
+/* PUT /__admin/profile with this body into *r (caller finis it). */
+void put_profile(const fg_server *s, const char *json, fg_response *r);
+/* GET path (no auth), require 200 JSON; a new reference to the parsed body. */
+json_t *admin_json(const fg_server *s, const char *path);
+/* The journal (GET /__admin/requests[?limit=N], limit <= 0: no limit), newest last: a new
+ * reference to its "requests" array. */
+json_t *journal(const fg_server *s, int limit);
+/* The journal as text, for failure messages. Caller frees. */
+char *journal_text(const fg_server *s);
+/* Member `key` of `o` is the string `want` (false if absent or not a string). */
+bool json_is_str(const json_t *o, const char *key, const char *want);
+/* How many confirm entries of `entries` have an order_id starting with `prefix` and a null
+ * status (pending). */
+size_t count_pending(const json_t *entries, const char *prefix);
+/* Poll the journal until `want` confirms with order_id prefix `prefix` are pending, at most
+ * timeout_ms. Returns the last count seen. */
+size_t wait_pending(const fg_server *s, const char *prefix, size_t want, int timeout_ms);
+/* The last entry of `entries` with this order_id (borrowed), or NULL. */
+json_t *entry_for(const json_t *entries, const char *order_id);
+/* Member `key` of `o`, failing the test unless it is a JSON number. */
+double jnum(const json_t *o, const char *key);
+/* The active profile is `name` and, unless profile_json is NULL, its "profile" equals that
+ * JSON (GET /__admin/profile). */
+void assert_profile_is(const fg_server *s, const char *name, const char *profile_json);
+/* POST /__admin/reset without a body; require 200. */
+void reset_now(const fg_server *s);
+
+/* A libcurl multi loop: many confirms at once, one connection each, closed afterwards, run to
+ * their end on this thread (mrun_perform) or on a background thread (mrun_start, mrun_join).
+ * Each request records when it ended, its place in completion_seq and its Retry-After. */
+struct mreq {
+    CURL *h;
+    struct curl_slist *hdrs;
+    char body[256];
+    char pk[64], oid[80], key[80];
+    char *out;
+    size_t out_len, out_cap;
+    char retry_after[64];
+    char errbuf[CURL_ERROR_SIZE];
+    long status;
+    CURLcode code;
+    int64_t total_us;
+    int64_t done_ns;
+    long seq;
+};
+
+struct mrun {
+    const fg_server *s;
+    struct mreq *q;
+    size_t n;
+    atomic_size_t n_done;
+    int64_t started_ns;
+    pthread_t thread;
+    bool threaded;
+};
+
+/* The global order of completions (multi loops, and a test's own calls that take a number). */
+extern atomic_long completion_seq;
+/* Room for n requests against s. */
+void mrun_init(struct mrun *m, const fg_server *s, size_t n);
+/* Request i: a confirm of (pk, oid, amount) with Idempotency-Key `key` (NULL: none). */
+void mrun_confirm(struct mrun *m, size_t i, const char *pk, const char *oid, long long amount,
+                  const char *key, long timeout_ms);
+/* Run every request to its end in one multi loop on this thread. */
+void mrun_perform(struct mrun *m);
+/* mrun_perform on a new thread; mrun_join waits for it (a no-op if none runs). */
+void mrun_start(struct mrun *m);
+void mrun_join(struct mrun *m);
+/* mrun_join, then free everything. */
+void mrun_free(struct mrun *m);
+
+/* --- /metrics (testkit_prom.c): a small strict Prometheus text parser ---------------------- */
+
+#define PROM_MAX_LABELS 4
+
+struct prom_sample {
+    char name[96];
+    size_t n_labels;
+    char lname[PROM_MAX_LABELS][32];
+    char lvalue[PROM_MAX_LABELS][64];
+    double value;
+};
+
+struct prom_family {
+    char name[96];
+    char type[16];
+    int n_help, n_type;
+    bool closed; /* another family's lines came after its own */
+};
+
+struct prom {
+    struct prom_sample *s;
+    size_t n;
+    struct prom_family f[64];
+    size_t nf;
+};
+
+/* Parse `text` into *p (prom_free it either way): every family has exactly one HELP and one
+ * TYPE before its samples and its lines are contiguous, label values are escaped, no series is
+ * repeated, counters are not negative. False with a message in err. */
+bool prom_parse(const char *text, struct prom *p, char *err, size_t errlen);
+void prom_free(struct prom *p);
+/* The family `name` (exact name), or NULL. */
+struct prom_family *prom_family_get(struct prom *p, const char *name);
+/* The value of label `name` of the sample, or NULL. */
+const char *prom_label(const struct prom_sample *s, const char *name);
+/* The value of series `name` with exactly the labels given as (name, value) pairs, NULL-ended;
+ * NAN if absent. */
+double prom_get(const struct prom *p, const char *name, ...);
+/* GET /metrics (no auth) and parse it; the test fails if it is not valid Prometheus text. The
+ * raw text is returned in *text if not NULL (caller frees). */
+void metrics(const fg_server *s, struct prom *p, char **text);
+/* One series' value now: `name`, with the label lk=lv (lk NULL: no label). */
+double metric1(const fg_server *s, const char *name, const char *lk, const char *lv);
+/* Poll until the series reaches `want`, at most timeout_ms. Returns the last value. */
+double wait_metric(const fg_server *s, const char *name, const char *lk, const char *lv,
+                   double want, int timeout_ms);
+
+/* The route and outcome label values of fakegate_requests_total (SPEC §7). */
+#define N_ROUTES 4
+#define N_OUTCOMES 11
+extern const char *const ROUTES[N_ROUTES];
+extern const char *const OUTCOMES[N_OUTCOMES];
+
 /* --- running ------------------------------------------------------------------------------- */
 
 /* A new test case `name` with this timeout (seconds), already added to `su`. */
 TCase *add_tcase(Suite *su, const char *name, double timeout_s);
-/* Run the suite (CK_ENV), free it; EXIT_SUCCESS if no test failed, else EXIT_FAILURE. */
-int run_suite(Suite *su);
+/* Every black-box binary runs through the shared main (server/tests/check_main.h): a suite
+ * defines make_suite(). testkit.c defines the check_main_setup() hook for all of them:
+ * curl_global_init(CURL_GLOBAL_DEFAULT) once, before any test forks or starts a thread that
+ * uses curl. */
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "fault.h"
 #include "profile.h"
 #include "rng.h"
@@ -509,7 +510,7 @@ START_TEST(test_kind_and_how_names_are_the_profile_words)
 }
 END_TEST
 
-static Suite *fault_suite(void)
+Suite *make_suite(void)
 {
     Suite *s = suite_create("fault");
 
@@ -548,13 +549,4 @@ static Suite *fault_suite(void)
     tcase_add_test(lat, test_kind_and_how_names_are_the_profile_words);
     suite_add_tcase(s, lat);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(fault_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "http.h"
 
 START_TEST(test_closed_socket_for_every_worker)
@@ -33,15 +34,11 @@ START_TEST(test_closed_socket_for_every_worker)
 }
 END_TEST
 
-int main(void)
+Suite *make_suite(void)
 {
     Suite *s = suite_create("http");
     TCase *tc = tcase_create("closed_socket_for");
     tcase_add_test(tc, test_closed_socket_for_every_worker);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return s;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "idem.h"
 
 #define TTL_NS INT64_C(1000000000)
@@ -440,7 +441,7 @@ START_TEST(test_idem_ten_thousand_records_inserted_and_found)
 }
 END_TEST
 
-static Suite *idem_suite(void)
+Suite *make_suite(void)
 {
     Suite *s = suite_create("idem");
     TCase *own = tcase_create("ownership");
@@ -472,13 +473,4 @@ static Suite *idem_suite(void)
     tcase_add_test(store, test_idem_ten_thousand_records_inserted_and_found);
     suite_add_tcase(s, store);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(idem_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "ledger.h"
 
 #define SALT UINT64_C(0x1234567890abcdef)
@@ -421,7 +422,7 @@ START_TEST(test_pay_status_name_spells_every_status)
 }
 END_TEST
 
-static Suite *ledger_suite(void)
+Suite *make_suite(void)
 {
     Suite *s = suite_create("ledger");
     TCase *create = tcase_create("create");
@@ -453,13 +454,4 @@ static Suite *ledger_suite(void)
     tcase_add_test(misc, test_pay_status_name_spells_every_status);
     suite_add_tcase(s, misc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(ledger_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

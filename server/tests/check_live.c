@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "common.h"
 #include "live.h"
 #include "profile.h"
@@ -523,7 +524,7 @@ START_TEST(test_unlimited_fault_fires_every_time_under_live_plan)
 }
 END_TEST
 
-static Suite *live_suite(void)
+Suite *make_suite(void)
 {
     Suite *s = suite_create("live");
 
@@ -557,13 +558,4 @@ static Suite *live_suite(void)
     tcase_add_test(bud, test_unlimited_fault_fires_every_time_under_live_plan);
     suite_add_tcase(s, bud);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(live_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

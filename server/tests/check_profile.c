@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "profile.h"
 
 /* Parses `text` as origin "t.json", expecting success. */
@@ -1260,7 +1261,7 @@ START_TEST(test_profile_unreachable_window_needs_an_explicit_retry_after)
 }
 END_TEST
 
-static Suite *profile_suite(void)
+Suite *make_suite(void)
 {
     Suite *s = suite_create("profile");
     TCase *ok = tcase_create("valid");
@@ -1352,13 +1353,4 @@ static Suite *profile_suite(void)
     tcase_add_test(file, test_profile_load_file_over_one_mib_is_rejected);
     suite_add_tcase(s, file);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(profile_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "check_main.h"
 #include "buf.h"
 #include "common.h"
 #include "ledger.h"
@@ -488,7 +489,7 @@ START_TEST(test_buf_addf_grows_past_reserved_room)
 }
 END_TEST
 
-static Suite *render_suite(void)
+Suite *make_suite(void)
 {
     Suite *s = suite_create("render");
     TCase *pay = tcase_create("payment");
@@ -516,13 +517,4 @@ static Suite *render_suite(void)
     tcase_add_test(buf, test_fmt_kst_matches_strftime_over_five_millennia);
     suite_add_tcase(s, buf);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(render_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

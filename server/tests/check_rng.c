@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "rng.h"
 
 #define N_DRAWS 100000
@@ -316,7 +317,7 @@ START_TEST(test_dist_fini_frees_parts_and_leaves_none)
 }
 END_TEST
 
-static Suite *rng_suite(void)
+Suite *make_suite(void)
 {
     Suite *s = suite_create("rng");
     TCase *gen = tcase_create("generator");
@@ -346,13 +347,4 @@ static Suite *rng_suite(void)
     tcase_add_test(dist, test_dist_fini_frees_parts_and_leaves_none);
     suite_add_tcase(s, dist);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(rng_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

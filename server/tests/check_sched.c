@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "rng.h"
 #include "sched.h"
 
@@ -259,7 +260,7 @@ START_TEST(test_sched_drain_fires_pending_and_add_after_drain_fails_until_fini)
 }
 END_TEST
 
-static Suite *sched_suite(void)
+Suite *make_suite(void)
 {
     Suite *s = suite_create("sched_heap");
     TCase *tc = tcase_create("heap");
@@ -275,13 +276,4 @@ static Suite *sched_suite(void)
     tcase_add_test(tc, test_sched_drain_fires_pending_and_add_after_drain_fails_until_fini);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(sched_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

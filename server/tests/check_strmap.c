@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "rng.h"
 #include "strmap.h"
 
@@ -366,7 +367,7 @@ START_TEST(test_strmap_incremental_growth_matches_model)
 }
 END_TEST
 
-static Suite *strmap_suite(void)
+Suite *make_suite(void)
 {
     Suite *s = suite_create("strmap");
     TCase *basic = tcase_create("basic");
@@ -387,13 +388,4 @@ static Suite *strmap_suite(void)
     tcase_add_test(load, test_strmap_incremental_growth_matches_model);
     suite_add_tcase(s, load);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(strmap_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "common.h"
 #include "throttle.h"
 
@@ -399,7 +400,7 @@ START_TEST(test_retry_after_none_gives_false_and_an_empty_string)
 }
 END_TEST
 
-static Suite *throttle_suite(void)
+Suite *make_suite(void)
 {
     Suite *s = suite_create("throttle");
 
@@ -438,13 +439,4 @@ static Suite *throttle_suite(void)
     tcase_add_test(ra, test_retry_after_none_gives_false_and_an_empty_string);
     suite_add_tcase(s, ra);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(throttle_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "toss_errors.h"
 
 /* SPEC §2.4, in the order the SPEC lists them. */
@@ -179,7 +180,7 @@ START_TEST(test_readme_lists_every_code_with_its_status)
 }
 END_TEST
 
-static Suite *toss_errors_suite(void)
+Suite *make_suite(void)
 {
     Suite *s = suite_create("toss_errors");
     TCase *tc = tcase_create("table");
@@ -193,13 +194,4 @@ static Suite *toss_errors_suite(void)
     tcase_add_test(tc, test_readme_lists_every_code_with_its_status);
     suite_add_tcase(s, tc);
     return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(toss_errors_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

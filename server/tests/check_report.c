@@ -1,0 +1,443 @@
+/* check_report.c -- unit tests for report.c, the retry-behaviour report: arrays of journal
+ * entries built by hand (times are values, in ms from an arbitrary origin) and report_render's
+ * JSON parsed back. One scenario per finding kind (retried_4xx, early_retry, new_key_resend,
+ * key_reuse, synchronized_retries, retry_storm) with the near-misses that must not be flagged
+ * next to it, the examples (orderId, else the identity; distinct; at most 10), the fixed order
+ * of kinds, and the empty {"findings":[]} of a well-behaved client. */
+#define _POSIX_C_SOURCE 200809L
+#include <check.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_main.h"
+#include "report.h"
+
+#define MS_NS INT64_C(1000000)
+#define NO_FINDINGS "{\"findings\":[]}"
+
+/* A confirm of `oid` under `key` (NULL: none) that arrived at `at_ms`, was answered `status`
+ * 1 ms later and was received; body hash 1. */
+static struct journal_entry confirm(double at_ms, const char *oid, const char *key, int status)
+{
+    struct journal_entry e = {0};
+    e.route = 0; /* confirm */
+    snprintf(e.method, sizeof e.method, "POST");
+    e.path = (char *)"/v1/payments/confirm";
+    e.order_id = (char *)oid;
+    e.payment_key = NULL;
+    e.idempotency_key = (char *)key;
+    e.body_hash = 1;
+    e.attempt = 1;
+    e.arrived_mono_ns = (int64_t)(at_ms * 1e6);
+    e.ended_mono_ns = e.arrived_mono_ns + MS_NS;
+    e.sent_mono_ns = e.ended_mono_ns;
+    e.status = status;
+    e.outcome = status < 300 ? OUT_OK : status == 429 || status == 503 ? OUT_THROTTLED
+                : status >= 500                                     ? OUT_FAULT_ERROR
+                                                                    : OUT_BUSINESS_ERROR;
+    e.delivered = DELIVERED_YES;
+    return e;
+}
+
+/* report_render(v, n) as text (caller frees). */
+static char *render_text(const struct journal_entry *v, size_t n)
+{
+    struct buf b;
+    buf_init(&b);
+    report_render(&b, v, n);
+    ck_assert(!b.oom);
+    char *t = strdup(b.data != NULL ? b.data : "");
+    ck_assert_ptr_nonnull(t);
+    buf_fini(&b);
+    return t;
+}
+
+/* report_render(v, n), parsed: a new reference to its "findings" array. */
+static json_t *findings(const struct journal_entry *v, size_t n)
+{
+    char *t = render_text(v, n);
+    json_error_t je;
+    json_t *root = json_loads(t, 0, &je);
+    ck_assert_msg(root != NULL, "report_render is not JSON (%s): %.400s", je.text, t);
+    ck_assert_int_eq((int)json_object_size(root), 1);
+    json_t *f = json_object_get(root, "findings");
+    ck_assert_msg(json_is_array(f), "no findings array: %s", t);
+    json_incref(f);
+    json_decref(root);
+    free(t);
+    return f;
+}
+
+static void assert_no_findings(const struct journal_entry *v, size_t n)
+{
+    char *t = render_text(v, n);
+    ck_assert_str_eq(t, NO_FINDINGS);
+    free(t);
+}
+
+static const char *threshold_of(const char *kind)
+{
+    static const char *const k[][2] = {
+        {"retried_4xx", "1 resend"},
+        {"early_retry", "any resend earlier than Retry-After"},
+        {"new_key_resend", "1 resend"},
+        {"key_reuse", "1 request"},
+        {"synchronized_retries", "4 identities, > 50% within 10 ms"},
+        {"retry_storm", "> 3 arrivals per event"}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (strcmp(k[i][0], kind) == 0)
+            return k[i][1];
+    ck_abort_msg("no such kind %s", kind);
+    return NULL;
+}
+
+/* The report has exactly one finding, of `kind`, with this count and exactly these examples
+ * (NULL-ended, in order). */
+static void assert_only_finding(const struct journal_entry *v, size_t n, const char *kind,
+                                long long count, const char *const *examples)
+{
+    json_t *f = findings(v, n);
+    char *text = json_dumps(f, JSON_COMPACT);
+    ck_assert_msg(json_array_size(f) == 1, "want only %s, got %s", kind, text);
+    const json_t *x = json_array_get(f, 0);
+    ck_assert_msg(strcmp(json_string_value(json_object_get(x, "kind")), kind) == 0,
+                  "want %s, got %s", kind, text);
+    ck_assert_int_eq((int)json_object_size(x), 5);
+    const char *rule = json_string_value(json_object_get(x, "rule"));
+    ck_assert(rule != NULL && strlen(rule) > 20);
+    ck_assert_str_eq(json_string_value(json_object_get(x, "threshold")), threshold_of(kind));
+    ck_assert_msg(json_integer_value(json_object_get(x, "count")) == count,
+                  "%s: want count %lld: %s", kind, count, text);
+    const json_t *ex = json_object_get(x, "examples");
+    size_t ne = 0;
+    while (examples[ne] != NULL)
+        ne++;
+    ck_assert_msg(json_array_size(ex) == ne, "%s: want %zu examples: %s", kind, ne, text);
+    for (size_t i = 0; i < ne; i++)
+        ck_assert_str_eq(json_string_value(json_array_get(ex, i)), examples[i]);
+    free(text);
+    json_decref(f);
+}
+
+#define EXAMPLES(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- nothing to report -------------------------------------------------------------------- */
+
+START_TEST(test_report_of_no_entries_has_no_findings)
+{
+    assert_no_findings(NULL, 0);
+}
+END_TEST
+
+START_TEST(test_report_of_a_well_behaved_client_has_no_findings)
+{
+    struct journal_entry v[6];
+    /* A 503 with Retry-After: 1, resent under the same key after 1.5 s: 200. */
+    v[0] = confirm(0, "ord_a", "key-a", 503);
+    v[0].retry_after_s = 1;
+    v[1] = confirm(1500, "ord_a", "key-a", 200);
+    /* A 400, then the corrected body under the same key. */
+    v[2] = confirm(2000, "ord_b", "key-b", 400);
+    v[3] = confirm(2100, "ord_b", "key-b", 200);
+    v[3].body_hash = 2;
+    /* A lost answer resent under the same key: the replay. */
+    v[4] = confirm(3000, "ord_c", "key-c", 200);
+    v[4].delivered = DELIVERED_NO;
+    v[4].outcome = OUT_DROPPED_RESPONSE;
+    v[4].committed = true;
+    v[5] = confirm(3200, "ord_c", "key-c", 200);
+    v[5].outcome = OUT_REPLAYED;
+    assert_no_findings(v, N(v));
+}
+END_TEST
+
+/* ---- retried_4xx -------------------------------------------------------------------------- */
+
+START_TEST(test_report_flags_a_4xx_resent_with_the_same_body_as_retried_4xx)
+{
+    struct journal_entry v[3];
+    v[0] = confirm(0, "ord_ok", "key-ok", 200);
+    v[1] = confirm(10, "ord_r4", "key-r4", 400);
+    v[2] = confirm(20, "ord_r4", "key-r4", 400);
+    assert_only_finding(v, N(v), "retried_4xx", 1, EXAMPLES("ord_r4"));
+
+    /* No key: the identity is the orderId, else the paymentKey. */
+    v[1] = confirm(10, NULL, NULL, 403);
+    v[1].payment_key = (char *)"pk_only";
+    v[2] = confirm(20, NULL, NULL, 403);
+    v[2].payment_key = (char *)"pk_only";
+    assert_only_finding(v, N(v), "retried_4xx", 1, EXAMPLES("pk_only"));
+}
+END_TEST
+
+START_TEST(test_report_does_not_flag_a_corrected_body_a_409_or_an_unreceived_4xx)
+{
+    struct journal_entry v[2];
+    v[0] = confirm(0, "ord_fix", "key-fix", 400); /* corrected body */
+    v[1] = confirm(10, "ord_fix", "key-fix", 200);
+    v[1].body_hash = 2;
+    assert_no_findings(v, N(v));
+    v[0] = confirm(0, "ord_409", "key-409", 409); /* still processing: resend is right */
+    v[1] = confirm(10, "ord_409", "key-409", 200);
+    assert_no_findings(v, N(v));
+    v[0] = confirm(0, "ord_lost", "key-lost", 400); /* the client never got the 400 */
+    v[0].delivered = DELIVERED_NO;
+    v[0].outcome = OUT_DROPPED_RESPONSE;
+    v[1] = confirm(10, "ord_lost", "key-lost", 400);
+    assert_no_findings(v, N(v));
+    v[0] = confirm(0, "ord_nb", "key-nb", 400); /* no body hash: not known to be the same */
+    v[0].body_hash = 0;
+    v[1] = confirm(10, "ord_nb", "key-nb", 400);
+    v[1].body_hash = 0;
+    assert_no_findings(v, N(v));
+}
+END_TEST
+
+/* ---- early_retry -------------------------------------------------------------------------- */
+
+START_TEST(test_report_flags_a_resend_before_retry_after_as_early_retry)
+{
+    struct journal_entry v[4];
+    v[0] = confirm(0, "ord_early", "key-early", 503); /* sent at 1 ms, Retry-After: 1 */
+    v[0].retry_after_s = 1;
+    v[1] = confirm(0, "ord_wait", "key-wait", 503);
+    v[1].retry_after_s = 1;
+    v[2] = confirm(200, "ord_early", "key-early", 200); /* 199 ms after the answer */
+    v[3] = confirm(1001, "ord_wait", "key-wait", 200);  /* exactly 1 s after it: not early */
+    assert_only_finding(v, N(v), "early_retry", 1, EXAMPLES("ord_early"));
+
+    /* Throttled before its body was read: the example is its identity, the key. */
+    v[2].order_id = NULL;
+    assert_only_finding(v, N(v), "early_retry", 1, EXAMPLES("key-early"));
+
+    /* A Retry-After the client never got does not count. */
+    v[0].delivered = DELIVERED_NO;
+    v[0].outcome = OUT_DROPPED_RESPONSE;
+    assert_no_findings(v, N(v));
+}
+END_TEST
+
+/* ---- new_key_resend ----------------------------------------------------------------------- */
+
+START_TEST(test_report_flags_a_new_key_for_a_committed_order_as_new_key_resend)
+{
+    struct journal_entry v[2];
+    /* A 500 that hid a commit, then the same order under a new key. */
+    v[0] = confirm(0, "ord_nk", "key-nk-1", 500);
+    v[0].committed = true;
+    v[1] = confirm(10, "ord_nk", "key-nk-2", 400);
+    assert_only_finding(v, N(v), "new_key_resend", 1, EXAMPLES("ord_nk"));
+
+    /* The same paymentKey under another orderId. */
+    v[0] = confirm(0, "ord_pk_1", "key-pk-1", 200);
+    v[0].payment_key = (char *)"pk_same";
+    v[0].committed = true;
+    v[1] = confirm(10, "ord_pk_2", "key-pk-2", 400);
+    v[1].payment_key = (char *)"pk_same";
+    assert_only_finding(v, N(v), "new_key_resend", 1, EXAMPLES("ord_pk_2"));
+
+    /* While the first was still processing (no commit yet), and with no key at all. */
+    v[0] = confirm(0, "ord_held", "key-held", 200);
+    v[0].ended_mono_ns = 500 * MS_NS;
+    v[1] = confirm(10, "ord_held", NULL, 409);
+    assert_only_finding(v, N(v), "new_key_resend", 1, EXAMPLES("ord_held"));
+
+    /* The replay of a success is a commit too. */
+    v[0] = confirm(0, "ord_rp", "key-rp-1", 200);
+    v[0].outcome = OUT_REPLAYED;
+    v[1] = confirm(10, "ord_rp", "key-rp-2", 400);
+    assert_only_finding(v, N(v), "new_key_resend", 1, EXAMPLES("ord_rp"));
+}
+END_TEST
+
+START_TEST(test_report_does_not_flag_a_new_key_after_nothing_committed)
+{
+    struct journal_entry v[2];
+    /* A stored 400 (no commit), then a new key: the only way on. */
+    v[0] = confirm(0, "ord_400", "key-400-1", 400);
+    v[1] = confirm(10, "ord_400", "key-400-2", 200);
+    assert_no_findings(v, N(v));
+    /* Throttled while "processing" (it never reached the ledger). */
+    v[0] = confirm(0, "ord_thr", "key-thr-1", 503);
+    v[0].ended_mono_ns = 500 * MS_NS;
+    v[1] = confirm(10, "ord_thr", "key-thr-2", 200);
+    assert_no_findings(v, N(v));
+    /* Both without a key: no key was switched. */
+    v[0] = confirm(0, "ord_nokey", NULL, 200);
+    v[0].committed = true;
+    v[1] = confirm(10, "ord_nokey", NULL, 400);
+    v[1].body_hash = 2;
+    assert_no_findings(v, N(v));
+    /* Another route (a read of the order) is not a confirm. */
+    v[0] = confirm(0, "ord_read", "key-read-1", 200);
+    v[0].committed = true;
+    v[1] = confirm(10, "ord_read", NULL, 200);
+    v[1].route = 2;
+    assert_no_findings(v, N(v));
+}
+END_TEST
+
+/* ---- key_reuse ---------------------------------------------------------------------------- */
+
+START_TEST(test_report_flags_a_key_sent_with_another_body_as_key_reuse)
+{
+    struct journal_entry v[2];
+    v[0] = confirm(0, "ord_ku_one", "key-shared", 200);
+    v[1] = confirm(10, "ord_ku_two", "key-shared", 200);
+    v[1].body_hash = 2;
+    v[1].outcome = OUT_REPLAYED;
+    v[1].key_reuse = true;
+    assert_only_finding(v, N(v), "key_reuse", 1, EXAMPLES("ord_ku_two"));
+}
+END_TEST
+
+START_TEST(test_report_examples_are_distinct_and_at_most_10)
+{
+    struct journal_entry v[14];
+    for (size_t i = 0; i < N(v); i++) {
+        static char oid[14][16], key[14][16];
+        snprintf(oid[i], sizeof oid[i], "ord_%02zu", i < 2 ? 0 : i); /* 0 and 1 share */
+        snprintf(key[i], sizeof key[i], "key-%02zu", i);
+        v[i] = confirm((double)i * 10, oid[i], key[i], 200);
+        v[i].key_reuse = true;
+    }
+    assert_only_finding(v, N(v), "key_reuse", 14,
+                        EXAMPLES("ord_00", "ord_02", "ord_03", "ord_04", "ord_05", "ord_06",
+                                 "ord_07", "ord_08", "ord_09", "ord_10"));
+}
+END_TEST
+
+/* ---- synchronized_retries ----------------------------------------------------------------- */
+
+/* n identities fail (503) at 0..n-1 ms; identity i resends at at_ms[i] and gets 200. */
+static void sync_scenario(struct journal_entry *v, size_t n, const double *at_ms)
+{
+    static char oid[16][16], key[16][16];
+    ck_assert_uint_le(n, 16);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(oid[i], sizeof oid[i], "ord_sy_%zu", i);
+        snprintf(key[i], sizeof key[i], "key-sy-%zu", i);
+        v[i] = confirm((double)i, oid[i], key[i], 503);
+    }
+    for (size_t i = 0; i < n; i++)
+        v[n + i] = confirm(at_ms[i], oid[i], key[i], 200);
+}
+
+START_TEST(test_report_flags_resends_bunched_after_one_failure_as_synchronized_retries)
+{
+    struct journal_entry v[10];
+    static const double four[] = {1000, 1003, 1006, 1009};
+    sync_scenario(v, 4, four);
+    assert_only_finding(v, 8, "synchronized_retries", 1, EXAMPLES("ord_sy_3"));
+    /* 3 of 5 within 10 ms: more than half. */
+    static const double five[] = {1000, 1004, 1008, 1500, 2000};
+    sync_scenario(v, 5, five);
+    assert_only_finding(v, 10, "synchronized_retries", 1, EXAMPLES("ord_sy_4"));
+}
+END_TEST
+
+START_TEST(test_report_does_not_flag_spread_resends_or_fewer_than_4_identities)
+{
+    struct journal_entry v[8];
+    static const double spread[] = {1000, 1100, 1200, 1300};
+    sync_scenario(v, 4, spread);
+    assert_no_findings(v, 8);
+    static const double half[] = {1000, 1005, 1500, 2000}; /* 2 of 4: not more than half */
+    sync_scenario(v, 4, half);
+    assert_no_findings(v, 8);
+    static const double three[] = {1000, 1001, 1002};
+    sync_scenario(v, 3, three);
+    assert_no_findings(v, 6);
+}
+END_TEST
+
+/* ---- retry_storm -------------------------------------------------------------------------- */
+
+START_TEST(test_report_flags_more_than_3_arrivals_in_one_failure_event_as_retry_storm)
+{
+    struct journal_entry v[4];
+    for (size_t i = 0; i < 4; i++)
+        v[i] = confirm((double)i * 20, "ord_storm", "key-storm", 503);
+    assert_only_finding(v, 4, "retry_storm", 1, EXAMPLES("ord_storm"));
+    assert_no_findings(v, 3); /* 3 arrivals: not more than 3 */
+}
+END_TEST
+
+START_TEST(test_report_a_success_ends_the_failure_event)
+{
+    /* 2 + 2 arrivals of one identity, split by another client's success on the same route. */
+    struct journal_entry v[5];
+    v[0] = confirm(0, "ord_split", "key-split", 503);
+    v[1] = confirm(20, "ord_split", "key-split", 503);
+    v[2] = confirm(30, "ord_other", "key-other", 200);
+    v[3] = confirm(40, "ord_split", "key-split", 503);
+    v[4] = confirm(60, "ord_split", "key-split", 503);
+    assert_no_findings(v, N(v));
+    /* A success on another route does not end it. */
+    v[2].route = 2;
+    assert_only_finding(v, N(v), "retry_storm", 1, EXAMPLES("ord_split"));
+}
+END_TEST
+
+/* ---- several findings --------------------------------------------------------------------- */
+
+START_TEST(test_report_lists_kinds_in_a_fixed_order)
+{
+    /* A DONE payment; a second key gets a stored 400 and resends it as is. */
+    struct journal_entry v[4];
+    v[0] = confirm(0, "ord_kk", "key-kk-1", 200);
+    v[0].committed = true;
+    v[1] = confirm(10, "ord_kk", "key-kk-2", 400);
+    v[2] = confirm(20, "ord_kk", "key-kk-2", 400);
+    v[3] = confirm(30, "ord_reuse", "key-kk-1", 200);
+    v[3].body_hash = 2;
+    v[3].key_reuse = true;
+    json_t *f = findings(v, N(v));
+    char *text = json_dumps(f, JSON_COMPACT);
+    static const char *const kinds[] = {"retried_4xx", "new_key_resend", "key_reuse"};
+    static const long long counts[] = {1, 2, 1};
+    static const char *const example[] = {"ord_kk", "ord_kk", "ord_reuse"};
+    ck_assert_msg(json_array_size(f) == 3, "%s", text);
+    for (size_t i = 0; i < 3; i++) {
+        const json_t *x = json_array_get(f, i);
+        ck_assert_str_eq(json_string_value(json_object_get(x, "kind")), kinds[i]);
+        ck_assert_str_eq(json_string_value(json_object_get(x, "threshold")),
+                         threshold_of(kinds[i]));
+        ck_assert_msg(json_integer_value(json_object_get(x, "count")) == counts[i], "%s", text);
+        const json_t *ex = json_object_get(x, "examples");
+        ck_assert_uint_eq(json_array_size(ex), 1);
+        ck_assert_str_eq(json_string_value(json_array_get(ex, 0)), example[i]);
+    }
+    free(text);
+    json_decref(f);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+    Suite *s = suite_create("report");
+    TCase *none = tcase_create("no_findings");
+    tcase_add_test(none, test_report_of_no_entries_has_no_findings);
+    tcase_add_test(none, test_report_of_a_well_behaved_client_has_no_findings);
+    suite_add_tcase(s, none);
+    TCase *kinds = tcase_create("kinds");
+    tcase_add_test(kinds, test_report_flags_a_4xx_resent_with_the_same_body_as_retried_4xx);
+    tcase_add_test(kinds, test_report_does_not_flag_a_corrected_body_a_409_or_an_unreceived_4xx);
+    tcase_add_test(kinds, test_report_flags_a_resend_before_retry_after_as_early_retry);
+    tcase_add_test(kinds, test_report_flags_a_new_key_for_a_committed_order_as_new_key_resend);
+    tcase_add_test(kinds, test_report_does_not_flag_a_new_key_after_nothing_committed);
+    tcase_add_test(kinds, test_report_flags_a_key_sent_with_another_body_as_key_reuse);
+    tcase_add_test(kinds, test_report_flags_resends_bunched_after_one_failure_as_synchronized_retries);
+    tcase_add_test(kinds, test_report_does_not_flag_spread_resends_or_fewer_than_4_identities);
+    tcase_add_test(kinds, test_report_flags_more_than_3_arrivals_in_one_failure_event_as_retry_storm);
+    tcase_add_test(kinds, test_report_a_success_ends_the_failure_event);
+    suite_add_tcase(s, kinds);
+    TCase *shape = tcase_create("shape");
+    tcase_add_test(shape, test_report_examples_are_distinct_and_at_most_10);
+    tcase_add_test(shape, test_report_lists_kinds_in_a_fixed_order);
+    suite_add_tcase(s, shape);
+    return s;
+}
