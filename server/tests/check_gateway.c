@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "gateway.h"
 #include "request.h"
 
@@ -165,7 +166,7 @@ START_TEST(test_reset_empties_the_store)
 }
 END_TEST
 
-static Suite *gateway_suite(void)
+Suite *make_suite(void)
 {
     Suite *s = suite_create("gateway");
     TCase *tc = tcase_create("guard_and_events");
@@ -179,11 +180,3 @@ static Suite *gateway_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(gateway_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}

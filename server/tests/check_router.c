@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "router.h"
 
 static enum route_found match(enum http_method m, const char *path, struct route_match *out)
@@ -154,7 +155,7 @@ START_TEST(test_wrong_method_gets_405_with_the_paths_methods)
 }
 END_TEST
 
-static Suite *router_suite(void)
+Suite *make_suite(void)
 {
     Suite *s = suite_create("router");
     TCase *tc = tcase_create("route_table");
@@ -169,11 +170,3 @@ static Suite *router_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(router_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
