@@ -1,7 +1,8 @@
 /* profile.c -- profile JSON → struct profile, validated (SPEC §4).
  * jansson parses; the validator walks the tree keeping the path it is at, and on the first
- * problem a small scanner finds that path's key or value in the original text so the message
- * reads "origin:line:column: ...". Nothing is returned half-built: on error *out is NULL.
+ * problem jsonpos finds that path's key or value in the original text so the message reads
+ * "origin:line:column: ..." (columns in characters, as jansson's own errors count them).
+ * Nothing is returned half-built: on error *out is NULL.
  * Schedules nest one level only: a phase's profile (inline or resolved by name) is never a
  * schedule, and a parse started by a resolver may not resolve further (no cycles). */
 #define _POSIX_C_SOURCE 200809L
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonpos.h"
 #include "throttle.h"
 #include "toss_errors.h"
 
@@ -102,130 +104,6 @@ void profile_free(struct profile *p)
     free(p);
 }
 
-/* ---- Finding a path in the text ----------------------------------------------------------
- * The text has already been accepted by jansson, so the scanner only needs to step over
- * tokens; it never has to diagnose anything. */
-
-struct path_elem {
-    const char *key; /* NULL: an array element */
-    size_t index;
-};
-
-static bool is_ws(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-static size_t skip_ws(const char *s, size_t len, size_t i)
-{
-    while (i < len && is_ws(s[i]))
-        i++;
-    return i;
-}
-
-/* s[i] is an opening quote; returns the offset just past the closing one. */
-static size_t skip_string(const char *s, size_t len, size_t i)
-{
-    for (i++; i < len; i++) {
-        if (s[i] == '\\')
-            i++;
-        else if (s[i] == '"')
-            return i + 1;
-    }
-    return len;
-}
-
-/* Steps over one value (scalar, or a whole object/array) starting at or after i. */
-static size_t skip_value(const char *s, size_t len, size_t i)
-{
-    size_t depth = 0;
-    do {
-        i = skip_ws(s, len, i);
-        if (i >= len)
-            return len;
-        char c = s[i];
-        if (c == '"') {
-            i = skip_string(s, len, i);
-        } else if (c == '{' || c == '[') {
-            depth++;
-            i++;
-        } else if (c == '}' || c == ']') {
-            depth--;
-            i++;
-        } else if (c == ',' || c == ':') {
-            i++;
-        } else {
-            while (i < len && !is_ws(s[i]) && s[i] != ',' && s[i] != ']' && s[i] != '}')
-                i++;
-        }
-    } while (depth > 0);
-    return i;
-}
-
-/* Does the string token s[start, end) (quotes included) decode to `key`? */
-static bool key_matches(const char *s, size_t start, size_t end, const char *key)
-{
-    const char *raw = s + start + 1;
-    size_t n = end - start - 2;
-    if (memchr(raw, '\\', n) == NULL)
-        return strlen(key) == n && memcmp(raw, key, n) == 0;
-    /* Escapes: let jansson decode the token (rare, and only on the error path). */
-    json_t *j = json_loadb(s + start, end - start, JSON_DECODE_ANY, NULL);
-    bool eq = j != NULL && json_is_string(j) && strcmp(json_string_value(j), key) == 0;
-    json_decref(j);
-    return eq;
-}
-
-/* Byte offset of the value at `path` (or of its last key, if want_key) in valid JSON `s`.
- * Returns the deepest position reached if the path is not found. */
-static size_t find_offset(const char *s, size_t len, const struct path_elem *path, size_t depth,
-                          bool want_key)
-{
-    size_t i = skip_ws(s, len, 0);
-    for (size_t d = 0; d < depth; d++) {
-        const struct path_elem *pe = &path[d];
-        if (i >= len || s[i] != (pe->key != NULL ? '{' : '['))
-            return i;
-        size_t container = i, n = 0;
-        i = skip_ws(s, len, i + 1);
-        for (;;) {
-            if (i >= len || s[i] == '}' || s[i] == ']')
-                return container;
-            if (pe->key != NULL) {
-                size_t k = i, kend = skip_string(s, len, i);
-                i = skip_ws(s, len, kend);
-                i = skip_ws(s, len, i + 1); /* the ':' */
-                if (key_matches(s, k, kend, pe->key)) {
-                    if (want_key && d + 1 == depth)
-                        return k;
-                    break;
-                }
-            } else if (n++ == pe->index) {
-                break;
-            }
-            i = skip_ws(s, len, skip_value(s, len, i));
-            if (i < len && s[i] == ',')
-                i = skip_ws(s, len, i + 1);
-        }
-    }
-    return i;
-}
-
-static void offset_to_line_col(const char *s, size_t len, size_t off, size_t *line, size_t *col)
-{
-    size_t ln = 1, line_start = 0;
-    if (off > len)
-        off = len;
-    for (size_t i = 0; i < off; i++) {
-        if (s[i] == '\n') {
-            ln++;
-            line_start = i + 1;
-        }
-    }
-    *line = ln;
-    *col = off - line_start + 1;
-}
-
 /* ---- Validation context -------------------------------------------------------------------- */
 
 struct ctx {
@@ -234,7 +112,7 @@ struct ctx {
     const char *origin;       /* NULL: messages carry no position (profile_parse_fault) */
     size_t path_skip;         /* leading path elements left out of messages */
     char *err;
-    struct path_elem path[MAX_PATH];
+    struct jsonpos_step path[MAX_PATH];
     size_t depth;
     profile_resolver resolve; /* NULL: schedule phases by name are rejected */
     void *resolve_ctx;
@@ -246,14 +124,14 @@ enum where { AT_VALUE, AT_KEY };
 static void push_key(struct ctx *c, const char *key)
 {
     if (c->depth < MAX_PATH)
-        c->path[c->depth] = (struct path_elem){.key = key, .index = 0};
+        c->path[c->depth] = (struct jsonpos_step){.key = key, .index = 0};
     c->depth++;
 }
 
 static void push_index(struct ctx *c, size_t index)
 {
     if (c->depth < MAX_PATH)
-        c->path[c->depth] = (struct path_elem){.key = NULL, .index = index};
+        c->path[c->depth] = (struct jsonpos_step){.key = NULL, .index = index};
     c->depth++;
 }
 
@@ -265,19 +143,12 @@ static void pop(struct ctx *c)
 /* "routes.confirm.latency.of[1].ms", from element c->path_skip on */
 static void path_str(const struct ctx *c, char *buf, size_t size)
 {
-    size_t used = 0, n = c->depth < MAX_PATH ? c->depth : MAX_PATH;
-    buf[0] = '\0';
-    for (size_t i = c->path_skip; i < n && used < size; i++) {
-        int w;
-        if (c->path[i].key != NULL)
-            w = snprintf(buf + used, size - used, "%s%s", i > c->path_skip ? "." : "",
-                         c->path[i].key);
-        else
-            w = snprintf(buf + used, size - used, "[%zu]", c->path[i].index);
-        if (w < 0)
-            break;
-        used += (size_t)w;
+    size_t n = c->depth < MAX_PATH ? c->depth : MAX_PATH;
+    if (c->path_skip >= n) {
+        buf[0] = '\0';
+        return;
     }
+    jsonpos_path_str(c->path + c->path_skip, n - c->path_skip, buf, size);
 }
 
 /* Writes "origin:line:column: [path: ]message" for the current path and returns -1; without
@@ -289,9 +160,9 @@ static int fail(struct ctx *c, enum where where, bool with_path, const char *fmt
     c->err[0] = '\0';
     if (c->origin) {
         size_t depth = c->depth < MAX_PATH ? c->depth : MAX_PATH;
-        size_t off = find_offset(c->text, c->len, c->path, depth, where == AT_KEY);
-        size_t line, col;
-        offset_to_line_col(c->text, c->len, off, &line, &col);
+        size_t off, line, col;
+        (void)jsonpos_find(c->text, c->len, c->path, depth, where == AT_KEY, &off);
+        jsonpos_line_col(c->text, c->len, off, &line, &col);
         int w = snprintf(c->err, ERR_LEN, "%s:%zu:%zu: ", c->origin, line, col);
         used = w < 0 ? 0 : (size_t)w;
     }
@@ -323,46 +194,12 @@ static void quote_key(const char *key, char out[80])
     out[n] = '\0';
 }
 
-/* Levenshtein distance, or SIZE_MAX when either string is too long to bother. */
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    size_t row[65];
-    if (la > 64 || lb > 64)
-        return SIZE_MAX;
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t best = diag + (a[i - 1] == b[j - 1] ? 0 : 1);
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
 /* Rejects `key` (the current path's last element is pushed by the caller) as unknown, suggesting
  * the nearest of `known` (NULL-terminated) within two edits. */
 static int fail_unknown_key(struct ctx *c, const char *what, const char *key,
                             const char *const *known)
 {
-    const char *best = NULL;
-    size_t best_d = 3;
-    for (size_t i = 0; known[i] != NULL; i++) {
-        size_t d = edit_distance(key, known[i]);
-        if (d < best_d && d < strlen(known[i])) {
-            best = known[i];
-            best_d = d;
-        }
-    }
+    const char *best = jsonpos_suggest(key, known);
     char q[80];
     quote_key(key, q);
     if (best != NULL)
@@ -1336,36 +1173,11 @@ static int parse_top(struct ctx *c, json_t *root, struct profile *p, bool is_pha
 
 /* ---- Parse errors ---------------------------------------------------------------------------- */
 
-/* jansson reports the offset just past the token it stopped at, and quotes that token at the end
- * of its message ("... near 'tok'", cut short when long). Point at the token's first byte. */
-static size_t parse_error_offset(const char *text, size_t len, const json_error_t *je)
-{
-    size_t off = je->position < 0 ? 0 : (size_t)je->position;
-    if (off > len)
-        off = len;
-    const char *near = strstr(je->text, " near '");
-    if (near == NULL)
-        return off;
-    const char *tok = near + 7;
-    size_t n = strlen(tok);
-    bool whole = n > 0 && tok[n - 1] == '\'';
-    if (whole)
-        n--;
-    if (n == 0 || n > off)
-        return off;
-    if (whole)
-        return memcmp(text + off - n, tok, n) == 0 ? off - n : off;
-    for (size_t s = off - n + 1; s-- > 0;)
-        if (memcmp(text + s, tok, n) == 0)
-            return s;
-    return off;
-}
-
 static void parse_error(const char *text, size_t len, const char *origin, const json_error_t *je,
                         char err[ERR_LEN])
 {
     size_t line, col;
-    offset_to_line_col(text, len, parse_error_offset(text, len, je), &line, &col);
+    jsonpos_line_col(text, len, jsonpos_error_offset(text, len, je), &line, &col);
     const char *near = strstr(je->text, " near '");
     if (json_error_code(je) == json_error_duplicate_key && near != NULL) {
         /* near + 7 is the key token with its quotes, then jansson's closing '\''. */

@@ -29,7 +29,8 @@ static void assert_line_col(const char *text, size_t off, size_t line, size_t co
 
 static const char NESTED[] =
     "{\"name\": \"n\", \"routes\": {\"read\": {}, \"confirm\": {\"faults\": "
-    "[{\"kind\": \"error\", \"p\": 0.25}, {\"kind\": \"drip\", \"p\": 0.75, \"of\": [[1], [2, 3]]}]}}}";
+    "[{\"kind\": \"error\", \"p\": 0.25},"
+    " {\"kind\": \"drip\", \"p\": 0.75, \"of\": [[1], [2, 3]]}]}}}";
 
 START_TEST(test_jsonpos_find_value_through_objects_and_arrays)
 {
