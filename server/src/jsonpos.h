@@ -1,10 +1,8 @@
-/* jsonpos.h -- places in JSON text, for messages that say where: the byte offset of a value
- * reached by a path of keys and indices, the value of a top-level member, the token a jansson
- * parse error points at, and offset -> line:column. One unit for every column: characters
- * (Unicode code points), counted as jansson counts them in its own errors, so a syntax error and
- * a semantic error about the same text agree. Also the small helpers such messages need: a path
- * as text ("routes.confirm.faults[0].p") and a did-you-mean suggestion. No I/O, no allocation;
- * every function is pure and may be called from any thread. */
+/* jsonpos.h -- places in JSON text for messages that say where: the value at a path of keys and
+ * indices, a top-level member's value, the token a jansson error points at, offset ->
+ * line:column, and the path strings and did-you-mean such messages use. Columns count
+ * characters, as jansson's own errors do, so a syntax error and a semantic error about the same
+ * place agree. No I/O, no allocation; every function is pure, callable from any thread. */
 #ifndef FAKEGATE_JSONPOS_H
 #define FAKEGATE_JSONPOS_H
 
@@ -18,13 +16,14 @@ struct jsonpos_step {
     size_t index;    /* the element's index from 0, when key is NULL */
 };
 
-/* Find the value at `path` (`depth` steps from the top-level value) in the JSON text `text` of
- * `len` bytes, or, with `want_key` and a key as the last step, that key. A key written with
- * escapes matches its decoded form. Returns true and sets *off to the byte offset of the value's
- * first byte (or of the key's opening quote). False if a step is not there: *off is
- * then the deepest place reached (the object or array that lacks the step, or the value that is
- * not a container). The text should be JSON that jansson accepted; for any other text the
- * answer is some offset in [0, len], and nothing past len is read. Thread: any; pure. */
+/* Find the value at `path` (`depth` steps from the top-level value; borrowed, not kept) in the
+ * JSON text `text` of `len` bytes, or, with `want_key` and a key as the last step, that key. A
+ * key written with escapes matches its decoded form. Returns true and sets *off to the byte
+ * offset of the value's first byte (or of the key's opening quote). False if a step is not
+ * there: *off is then the deepest place reached (the object or array that lacks the step, or
+ * the value that is not a container). The text should be JSON that jansson accepted; for any
+ * other text the answer is some offset in [0, len], and nothing past len is read.
+ * Thread: any; pure. */
 bool jsonpos_find(const char *text, size_t len, const struct jsonpos_step *path, size_t depth,
                   bool want_key, size_t *off);
 
