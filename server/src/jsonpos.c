@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* ---- Scanning ------------------------------------------------------------------------------ */
+/* ---- Scanning -------------------------------------------------------------------------------- */
 
 static bool is_ws(char c)
 {
@@ -223,7 +223,7 @@ bool jsonpos_member(const char *text, size_t len, const char *name, size_t *off)
     return true;
 }
 
-/* ---- Lines and columns --------------------------------------------------------------------- */
+/* ---- Lines and columns ----------------------------------------------------------------------- */
 
 static bool is_continuation(char c)
 {
@@ -249,7 +249,7 @@ void jsonpos_line_col(const char *text, size_t len, size_t off, size_t *line, si
     *col = c > 0 ? c : 1;
 }
 
-/* ---- jansson's errors ---------------------------------------------------------------------- */
+/* ---- jansson's errors ------------------------------------------------------------------------ */
 
 /* jansson reports the offset just past the token it stopped at, and quotes that token at the end
  * of its message ("... near 'tok'", cut short when long). Point at the token's first byte. */
@@ -298,7 +298,7 @@ bool jsonpos_key_before(const char *text, size_t len, size_t off, char *out, siz
     return true;
 }
 
-/* ---- Messages ------------------------------------------------------------------------------ */
+/* ---- Messages -------------------------------------------------------------------------------- */
 
 void jsonpos_path_str(const struct jsonpos_step *path, size_t n, char *buf, size_t size)
 {
