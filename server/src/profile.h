@@ -1,7 +1,7 @@
 /* profile.h -- a profile: the named set of behaviours fakegate applies per route (SPEC §4).
- * profile.c turns profile JSON into these plain structs and validates it; every rejection names
- * the place as `origin:line:column: message`. A parsed profile is immutable and may be shared by
- * threads without locks. */
+ * profile.c (with profile_route.c and profile_ctx.c) turns profile JSON into these plain structs
+ * and validates it; every rejection names the place as `origin:line:column: message` (column in
+ * characters). A parsed profile is immutable and may be shared by threads without locks. */
 #ifndef FAKEGATE_PROFILE_H
 #define FAKEGATE_PROFILE_H
 
@@ -125,8 +125,9 @@ typedef int (*profile_resolver)(const char *name, struct profile **out, char err
  * (a file path, or e.g. "request body"). On success returns 0 and sets *out (caller owns it:
  * profile_free). On failure returns -1, sets *out to NULL and writes
  * "origin:line:column: message" to err (1-based line and column, pointing at the offending key
- * or value). Rejects: malformed JSON, duplicate keys, unknown keys, wrong types, a name not
- * matching [a-z0-9_-]{1,64}, negative or non-finite times, times above 86 400 000 ms,
+ * or value; the column counts characters, as jansson's own errors do). Rejects: malformed
+ * JSON, duplicate keys, unknown keys, wrong types, a name not matching [a-z0-9_-]{1,64},
+ * negative or non-finite times, times above 86 400 000 ms,
  * min_ms > max_ms, p99_ms < median_ms, mixture weights <= 0, nested mixtures, unknown
  * "dist". Faults, throttle, concurrency and schedules as SPEC §4 (validated there:
  * probabilities in [0,1] whose sum over the faults eligible for any one attempt is <= 1,

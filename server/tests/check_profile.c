@@ -3,6 +3,7 @@
  * written inline, one JSON line per C line, so a test's expected line:column can be read off it. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -474,11 +475,32 @@ START_TEST(test_profile_bad_on_body_mismatch_is_rejected)
 }
 END_TEST
 
-START_TEST(test_profile_columns_count_bytes)
+START_TEST(test_profile_columns_count_characters)
 {
-    /* "é" is two bytes: the column is a byte column, as editors' "byte offset" modes show. */
+    /* "é" is two bytes but one character: "namex" is at byte column 26, character column 24. */
     parse_fails_with("{\"description\": \"h\xc3\xa9\xc3\xa9\", \"namex\": 1}",
-                     "t.json:1:26: unknown key \"namex\" (did you mean \"name\"?)");
+                     "t.json:1:24: unknown key \"namex\" (did you mean \"name\"?)");
+    /* Three-byte Hangul on an earlier line does not move a later line's column. */
+    parse_fails_with("{\"description\": \"\xea\xb2\xb0\xec\xa0\x9c\",\n"
+                     " \"routes\": {\"read\": {\"latency\": {\"dist\": \"fixed\", \"ms\": -1}}},\n"
+                     " \"name\": \"x\"}",
+                     "t.json:2:57: routes.read.latency.ms: must not be negative");
+}
+END_TEST
+
+START_TEST(test_profile_semantic_and_syntax_errors_agree_on_a_column_after_utf8)
+{
+    /* The same place after "결제" (two characters, six bytes): an unknown key there, and a bad
+     * token there. Both name character column 26 (byte column 30), as jansson does for the bad
+     * token. */
+    const char *semantic = "{\"description\": \"\xea\xb2\xb0\xec\xa0\x9c ok\", \"x\": 1}";
+    const char *syntax = "{\"description\": \"\xea\xb2\xb0\xec\xa0\x9c ok\", @: 1}";
+    parse_fails_with(semantic, "t.json:1:26: unknown key \"x\"");
+    parse_fails_with(syntax, "t.json:1:26: invalid JSON: string or '}' expected near '@'");
+    json_error_t je;
+    ck_assert_ptr_null(json_loads(syntax, 0, &je));
+    ck_assert_int_eq(je.line, 1);
+    ck_assert_int_eq(je.column, 26);
 }
 END_TEST
 
@@ -1306,7 +1328,8 @@ Suite *make_suite(void)
     tcase_add_test(bad, test_profile_non_object_top_level_is_rejected);
     tcase_add_test(bad, test_profile_bad_seed_is_rejected);
     tcase_add_test(bad, test_profile_bad_on_body_mismatch_is_rejected);
-    tcase_add_test(bad, test_profile_columns_count_bytes);
+    tcase_add_test(bad, test_profile_columns_count_characters);
+    tcase_add_test(bad, test_profile_semantic_and_syntax_errors_agree_on_a_column_after_utf8);
     suite_add_tcase(s, bad);
 
     TCase *faults = tcase_create("faults");

@@ -1,0 +1,20 @@
+/* profile_route.h -- one route's settings in a profile (SPEC §4): its latency distributions,
+ * faults, throttle and concurrency cap, validated by profile_route.c for profile.c. Not used
+ * outside the profile parser. */
+#ifndef FAKEGATE_PROFILE_ROUTE_H
+#define FAKEGATE_PROFILE_ROUTE_H
+
+#include <jansson.h>
+
+#include "profile.h"
+#include "profile_ctx.h"
+
+/* Parse the route object `obj` (`c`'s path is at it) into `rp`, which starts zeroed: 0, or -1
+ * with the message in c->err. On failure `rp` may hold part of what it owns: route_fini frees
+ * it. Thread: the parse's. */
+int route_parse(struct pctx *c, json_t *obj, struct route_profile *rp);
+
+/* Free what `rp` owns (faults, codes, Retry-After strings, mixtures), not `rp` itself. */
+void route_fini(struct route_profile *rp);
+
+#endif
