@@ -20,6 +20,8 @@ endif
 
 WARN      := -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wstrict-prototypes \
              -Wmissing-prototypes -Wformat=2 -Werror
+# assert() states invariants (charges <= 1, a record completed only by its owner, a connection
+# in the scheduler only while suspended) and stays on in every build: never -DNDEBUG.
 CFLAGS    ?= -O2 -g
 ALL_CFLAGS = -std=c11 $(WARN) $(CFLAGS) $(SANFLAGS) -MMD -MP -pthread \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null)

@@ -173,7 +173,7 @@ static void md_e1(FILE *f, const ex_table *t, const ex_options *o, double wall)
     fprintf(f,
             "| slow, resend once | 55.23 %% | %s | ≈ 70 %% of admitted first attempts time out "
             "and come back 20–60 ms later for another slot for up to 2 s (a resend waits its own "
-            "turn in `queue_latency`, SPEC §4), taking the slots of later payments, which are "
+            "turn in `queue_latency`, docs/profiles.md §4), taking the slots of later payments, which are "
             "refused at the cap (%ld). Ours is %.1f pp %s: %ld resends found the cap full and, "
             "like any call that finds no slot, were not sent (UNKNOWN, all reconciled `DONE`), "
             "so resends took fewer slots than if each had got one; the published figure fits "

@@ -1,4 +1,4 @@
-/* check_admin_journal.c -- black-box tests of GET /__admin/requests, the request journal (SPEC §5
+/* check_admin_journal.c -- black-box tests of GET /__admin/requests, the request journal (docs/admin.md §5
  * Admin API): a held confirm shows as pending (status, outcome and duration null, its decision
  * already planned) and is completed when its response has ended; ?limit=N gives the N newest,
  * oldest first, and limit=0 is a 400; a dropped response is delivered "no" with outcome

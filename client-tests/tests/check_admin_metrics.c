@@ -1,8 +1,8 @@
-/* check_admin_metrics.c -- black-box tests of GET /metrics (SPEC §7 "Metrics", "Names"): after a
+/* check_admin_metrics.c -- black-box tests of GET /metrics (docs/edge-rules.md §7 "Metrics", "Names"): after a
  * known sequence of confirms (ok, replayed, 409 conflict, 401, 400, a fault, throttled) every
  * counter has exactly the expected value and admin calls are counted apart; the in-flight gauge
  * and its peak are exact with requests held; the text is valid Prometheus exposition format with
- * every family, type, (route, outcome) pair and histogram bucket of SPEC §7 (checked by the
+ * every family, type, (route, outcome) pair and histogram bucket of docs/edge-rules.md §7 (checked by the
  * testkit's strict parser, whose own rejections are tested here too). Each test starts its own
  * server on port 0; counters are polled with a bound, never read after a sleep. */
 #define _GNU_SOURCE
@@ -87,7 +87,7 @@ static void assert_histogram(const struct prom *p, const char *name)
     size_t n_buckets = 0;
     for (size_t i = 0; i < p->n; i++)
         n_buckets += strcmp(p->s[i].name, bucket) == 0;
-    ck_assert_msg(n_buckets == 12, "%zu buckets, want the 12 of SPEC §7", n_buckets);
+    ck_assert_msg(n_buckets == 12, "%zu buckets, want the 12 of docs/edge-rules.md §7", n_buckets);
     for (size_t i = 0; i < 12; i++) {
         double v = prom_get(p, bucket, "le", les[i], NULL);
         ck_assert_msg(!isnan(v), "no bucket le=\"%s\"", les[i]);
@@ -297,7 +297,7 @@ START_TEST(test_metrics_text_is_prometheus)
         ck_assert_msg(strcmp(f->type, fams[i].type) == 0, "%s is a %s, want %s", fams[i].name,
                       f->type, fams[i].type);
     }
-    /* Every (route, outcome) pair of SPEC §7 is exposed. */
+    /* Every (route, outcome) pair of docs/edge-rules.md §7 is exposed. */
     for (size_t ro = 0; ro < N_ROUTES; ro++)
         for (size_t o = 0; o < N_OUTCOMES; o++)
             ck_assert_msg(!isnan(prom_get(&p, "fakegate_requests_total", "route", ROUTES[ro],

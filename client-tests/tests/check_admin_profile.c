@@ -1,4 +1,4 @@
-/* check_admin_profile.c -- black-box tests of GET/PUT /__admin/profile (SPEC §5 Admin API):
+/* check_admin_profile.c -- black-box tests of GET/PUT /__admin/profile (docs/admin.md §5 Admin API):
  * switching the profile while requests are held (50, then 1000: the PUT returns at once, held
  * requests keep the latency they were planned with, a request after the switch gets the new
  * profile and ends first), and profile validation over PUT (a typo'd key or malformed JSON is

@@ -1,5 +1,5 @@
 /* check_admin_report.c -- black-box tests of GET /__admin/report, the retry-behaviour report
- * (SPEC §5 Admin API): one deliberately bad client per finding kind (retried_4xx, early_retry,
+ * (docs/admin.md §5 Admin API): one deliberately bad client per finding kind (retried_4xx, early_retry,
  * new_key_resend, key_reuse, synchronized_retries, retry_storm), the edge cases the report
  * must get right (answers the client never got, a Test-Code decline, commits rather than
  * answers, paymentKey identity, an HTTP-date Retry-After), and a well-behaved client that gets
@@ -446,7 +446,7 @@ START_TEST(test_report_new_key_resend_follows_commits_not_answers)
 }
 END_TEST
 
-/* SPEC §5: "the same orderId/paymentKey": a committed paymentKey confirmed again under a new
+/* docs/admin.md §5: "the same orderId/paymentKey": a committed paymentKey confirmed again under a new
  * key with another orderId is the same double-charge risk. */
 START_TEST(test_report_new_key_resend_by_payment_key)
 {

@@ -1,4 +1,4 @@
-/* check_admin_reset.c -- black-box tests of POST /__admin/reset (SPEC §5 Admin API): it empties
+/* check_admin_reset.c -- black-box tests of POST /__admin/reset (docs/admin.md §5 Admin API): it empties
  * the ledger, the idempotency store, the journal and the counters (the in-flight peak restarts
  * from the requests still held), keeps or applies the profile it is given, can run several times
  * in a row, and a request that spans it (held in its latency or queue latency, or with its body

@@ -1,4 +1,4 @@
-/* check_api.c -- black-box tests of fakegate's Toss-like API, idempotency and CLI (SPEC §1-§3,
+/* check_api.c -- black-box tests of fakegate's Toss-like API, idempotency and CLI (docs/cli.md §1, docs/api.md §2, docs/idempotency.md §3,
  * §5 health/payments, §7). Each test starts its own server on port 0 through the harness and
  * stops it; the harness kills it if the test dies first. Waits poll a condition with a bound. */
 #define _GNU_SOURCE
@@ -38,7 +38,7 @@ static bool is_trace_id(const char *t)
     return true;
 }
 
-/* Every /v1 response: JSON type, a 32-lowercase-hex trace id, no-cache (SPEC §2). */
+/* Every /v1 response: JSON type, a 32-lowercase-hex trace id, no-cache (docs/api.md §2). */
 static void assert_common_headers(const fg_response *r)
 {
     ck_assert_msg(strncmp(r->content_type, "application/json", 16) == 0 &&
@@ -49,7 +49,7 @@ static void assert_common_headers(const fg_response *r)
     ck_assert_str_eq(r->cache_control, NO_CACHE);
 }
 
-/* A confirmed Payment (SPEC §2.3) for this request. */
+/* A confirmed Payment (docs/api.md §2.3) for this request. */
 static void assert_done_payment(const json_t *p, const char *pk, const char *oid,
                                 long long amount, const char *mid)
 {
@@ -501,7 +501,7 @@ struct bad_case {
     enum idem_kind idem;   /* IDEM_NORMAL sends "Idempotency-Key: fix-<i>" */
     long status;
     const char *code;
-    const char *alt_code;  /* also acceptable where SPEC leaves the choice, else NULL */
+    const char *alt_code;  /* also acceptable where the docs leave the choice, else NULL */
     const char *mentions;  /* the message must contain this, or NULL */
     enum {
         NOWHERE,           /* the message names no place */
@@ -685,7 +685,7 @@ START_TEST(test_bad_confirms_get_their_error_and_leave_no_trace)
 }
 END_TEST
 
-/* SPEC §2: a wrong value's message says where it is, on the line it is on, counting characters
+/* docs/api.md §2: a wrong value's message says where it is, on the line it is on, counting characters
  * as jansson does for a parse error (a Korean syllable, three bytes, is one column); a member of
  * the same name inside a nested object is not the one meant. */
 START_TEST(test_wrong_value_message_names_its_line_and_column_in_characters)
@@ -927,7 +927,7 @@ static void raw_framed_confirm(const fg_server *s, const char *framing, const ch
     ck_assert_msg(fg_raw(s, raw, (size_t)n, 5000, rr, err) == 0, "%s", err);
 }
 
-/* RFC 9112 §6.3 (and SPEC §7's "never zero bytes"): a body whose length cannot be known --
+/* RFC 9112 §6.3 (and docs/edge-rules.md §7's "never zero bytes"): a body whose length cannot be known --
  * two Content-Length headers that disagree, or a Transfer-Encoding other than chunked -- gets
  * 400 INVALID_REQUEST and a close, and nothing runs. Before, the first took the first length
  * and read the rest as the next request; the second waited for the body until the idle
@@ -1150,7 +1150,7 @@ START_TEST(test_readme_flag_table_matches_help)
         }
         line = end ? end + 1 : NULL;
     }
-    ck_assert_int_ge(flags, 20); /* every flag of SPEC §1 but the webhook ones */
+    ck_assert_int_ge(flags, 20); /* every flag of docs/cli.md §1 but the webhook ones */
     fg_run_result_fini(&rr);
 }
 END_TEST

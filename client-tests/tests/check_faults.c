@@ -1,5 +1,5 @@
-/* check_faults.c -- black-box tests of fakegate's fault profiles (SPEC §3 "Faults decide what is
- * stored", SPEC §4 Profiles): every fault kind as the client sees it and as the ledger holds it,
+/* check_faults.c -- black-box tests of fakegate's fault profiles (docs/idempotency.md §3 "Faults decide what is
+ * stored", docs/profiles.md §4 Profiles): every fault kind as the client sees it and as the ledger holds it,
  * scripted sequences with attempts/times, throttles (token bucket, window, Retry-After formats,
  * bodies), the concurrency cap, seeded determinism under concurrency, and the shipped profiles.
  * Each test starts its own server on port 0. Requests whose connection-level error matters use a
@@ -956,7 +956,7 @@ START_TEST(test_seeded_outcomes_repeat_under_concurrency)
 }
 END_TEST
 
-/* SPEC §4: "with a seed (--seed, or "seed" in the profile)": a seeded profile applied while
+/* docs/profiles.md §4: "with a seed (--seed, or "seed" in the profile)": a seeded profile applied while
  * the server runs (PUT /__admin/profile) draws the same decisions as when the server started
  * with it, whatever seed the server started with. */
 START_TEST(test_seed_of_a_profile_applied_at_run_time_is_used)

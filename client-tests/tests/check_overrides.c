@@ -1,6 +1,6 @@
-/* check_overrides.c -- black-box tests of per-request overrides (SPEC §4 "Per-request
+/* check_overrides.c -- black-box tests of per-request overrides (docs/profiles.md §4 "Per-request
  * overrides": X-Fakegate-Latency-Ms, X-Fakegate-Fault, X-Fakegate-Profile), the SIGHUP reload of
- * the profile file (SPEC §1), and the access log on stderr (SPEC §1 --log/--quiet, SPEC §7: bytes
+ * the profile file (docs/cli.md §1), and the access log on stderr (docs/cli.md §1 --log/--quiet, docs/edge-rules.md §7: bytes
  * that are not UTF-8 escaped as \xNN, valid UTF-8 kept, at most 8 KiB per line).
  * Each test starts its own server on port 0. Requests whose connection-level error matters use a
  * fresh connection (CURLOPT_FORBID_REUSE). Timing assertions are lower bounds on injected delays,
@@ -262,7 +262,7 @@ START_TEST(test_fault_override_error_commit)
 }
 END_TEST
 
-/* SPEC §3: an error with when after and commit false means the gateway never processed the
+/* docs/idempotency.md §3: an error with when after and commit false means the gateway never processed the
  * request, so its record goes and a resend with the key runs again -- also when the request had
  * ended in a business error (here: no session yet), which must not be replayed. */
 START_TEST(test_fault_override_error_uncommit_after_business_error_keeps_no_record)
@@ -290,7 +290,7 @@ START_TEST(test_fault_override_error_uncommit_after_business_error_keeps_no_reco
 }
 END_TEST
 
-/* SPEC §4: the header takes a fault object's grammar; retry_after=N is whole seconds (the
+/* docs/profiles.md §4: the header takes a fault object's grammar; retry_after=N is whole seconds (the
  * object {"format":"seconds","value":N}), a word names the format, anything else is refused. */
 START_TEST(test_fault_override_error_with_retry_after_seconds)
 {
@@ -370,6 +370,27 @@ START_TEST(test_fault_override_p_zero_is_no_fault)
     const char *f = fg_json_str(json_object_get(e, "decision"), "fault");
     ck_assert_msg(f != NULL && strcmp(f, "none") == 0, "decision.fault \"%s\"", f ? f : "(null)");
     json_decref(e);
+    stop_server(s);
+}
+END_TEST
+
+/* The header is one request's profile: `times` counts within it, so times=1 fires (once) and
+ * times=0 never does. */
+START_TEST(test_fault_override_times_is_the_requests_own_budget)
+{
+    fg_server *s = start_instant();
+    fg_response r;
+    confirm_with(s, "pk_fo_t1", "order_fo_t1", 3000, NULL,
+                 "X-Fakegate-Fault: error; status=500; code=FAILED_INTERNAL_SYSTEM_PROCESSING; "
+                 "commit=false; times=1", 0, &r);
+    assert_error(&r, 500, "FAILED_INTERNAL_SYSTEM_PROCESSING");
+    fg_response_fini(&r);
+    ck_assert_int_eq(ledger_charges(s, "order_fo_t1"), 0);
+    confirm_with(s, "pk_fo_t0", "order_fo_t0", 3000, NULL,
+                 "X-Fakegate-Fault: error; status=500; code=FAILED_INTERNAL_SYSTEM_PROCESSING; "
+                 "commit=false; times=0", 0, &r);
+    assert_done(&r, "pk_fo_t0", "order_fo_t0");
+    fg_response_fini(&r);
     stop_server(s);
 }
 END_TEST
@@ -553,7 +574,7 @@ END_TEST
 
 /* A profile named by X-Fakegate-Profile keeps its state (token bucket, `times` budgets)
  * between requests, and POST /__admin/reset starts it afresh, as it does the active one
- * (SPEC §5: reset refills token buckets and resets `times` budgets). */
+ * (docs/admin.md §5: reset refills token buckets and resets `times` budgets). */
 START_TEST(test_reset_refills_a_profile_named_by_the_header)
 {
     char dir[] = "/tmp/fg-named-XXXXXX";
@@ -716,7 +737,7 @@ static void write_profile_in(const char *dir, const char *name, const char *json
     ck_assert_msg(rename(tmp, path) == 0, "rename to %s", path);
 }
 
-/* SPEC §1: SIGHUP reloads the file of the profile in force: after PUT {"name": ...} that
+/* docs/cli.md §1: SIGHUP reloads the file of the profile in force: after PUT {"name": ...} that
  * profile's file, not the start one; a profile PUT inline has no file and stays. */
 START_TEST(test_sighup_reloads_the_file_of_the_profile_in_force)
 {
@@ -1131,6 +1152,7 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_fault_override_drip);
     tcase_add_test(tc, test_fault_override_p_zero_is_no_fault);
     tcase_add_test(tc, test_fault_override_wins_for_one_request);
+    tcase_add_test(tc, test_fault_override_times_is_the_requests_own_budget);
     tcase_add_test(tc, test_fault_override_malformed);
     tcase_add_test(tc, test_fault_override_messages_name_no_internal_json);
 

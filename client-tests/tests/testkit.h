@@ -257,7 +257,7 @@ double metric1(const fg_server *s, const char *name, const char *lk, const char 
 double wait_metric(const fg_server *s, const char *name, const char *lk, const char *lv,
                    double want, int timeout_ms);
 
-/* The route and outcome label values of fakegate_requests_total (SPEC §7). */
+/* The route and outcome label values of fakegate_requests_total (docs/edge-rules.md §7). */
 #define N_ROUTES 4
 #define N_OUTCOMES 11
 extern const char *const ROUTES[N_ROUTES];

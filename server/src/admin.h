@@ -1,4 +1,4 @@
-/* admin.h -- /__admin routes (SPEC §5) and /healthz. */
+/* admin.h -- /__admin routes (docs/admin.md §5) and /healthz. */
 #ifndef FAKEGATE_ADMIN_H
 #define FAKEGATE_ADMIN_H
 

@@ -55,7 +55,7 @@ char *base64_decode_strict(const char *in, size_t *out_len)
     return out;
 }
 
-/* Authorization: Basic base64(secretKey + ":") (SPEC §2). */
+/* Authorization: Basic base64(secretKey + ":") (docs/api.md §2). */
 static bool authenticate(struct gateway *g, struct request *r)
 {
     if (!r->authorization) {
@@ -97,7 +97,7 @@ static bool authenticate(struct gateway *g, struct request *r)
 }
 
 /* Idempotency-Key: visible ASCII, at most 300 bytes after trimming surrounding spaces, one
- * header (SPEC §3, §7). Sets r->idem_key; false (with resp set) if invalid. */
+ * header (docs/idempotency.md §3, docs/edge-rules.md §7). Sets r->idem_key; false (with resp set) if invalid. */
 bool admit_idempotency_key(struct request *r)
 {
     if (r->idem_key_count == 0 || r->method == HM_GET)
@@ -170,7 +170,7 @@ static bool admit_profile(struct gateway *g, struct request *r)
     }
     r->adm.in_flight = true;
     r->adm.live = cur;
-    /* SPEC §4 Determinism: --seed, or "seed" in the profile; a profile applied at run time
+    /* docs/profiles.md §4 Determinism: --seed, or "seed" in the profile; a profile applied at run time
      * (PUT, reset, X-Fakegate-Profile) brings its seed with it. */
     r->adm.seed = !g->cfg->has_seed && root->profile->has_seed ? root->profile->seed : g->seed;
     r->adm.generation = gateway_generation(g);

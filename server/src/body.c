@@ -8,9 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonpos.h"
 #include "rng.h"
 
-#define MAX_SAFE_INT INT64_C(9007199254740991) /* 2^53 - 1 (SPEC §7 "Numbers") */
+#define MAX_SAFE_INT INT64_C(9007199254740991) /* 2^53 - 1 (docs/edge-rules.md §7 "Numbers") */
 
 struct body {
     json_t *root;
@@ -22,102 +23,21 @@ void body_invalid(struct request *r, const char *code, const char *ko, const cha
     r->obs.outcome = OUT_INVALID;
 }
 
-/* Where the value of the top-level member `name` starts in `text` (a body that parsed as a JSON
- * object): its line and column, counted as jansson counts them for a parse error (from 1; a
- * column counts characters, so a UTF-8 sequence is one). False if the member is not there, or
- * its key is written with escapes (then the message names no place). */
-static bool value_pos(const char *text, size_t len, const char *name, int *line, int *col)
-{
-    size_t name_len = strlen(name);
-    int depth = 0, ln = 1, cl = 0;
-    bool want_key = false;  /* at depth 1, the next string is a member's name */
-    bool found_key = false; /* that name was `name`: its value is next */
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)text[i];
-        if (c == '\n') {
-            ln++;
-            cl = 0;
-            continue;
-        }
-        if ((c & 0xc0) != 0x80)
-            cl++;
-        if (c == ' ' || c == '\t' || c == '\r')
-            continue;
-        if (found_key) {
-            if (c == ':')
-                continue;
-            *line = ln;
-            *col = cl;
-            return true;
-        }
-        if (c == '"') {
-            size_t start = i + 1, j = start;
-            bool escaped = false;
-            for (; j < len && text[j] != '"'; j++) {
-                if (text[j] == '\\') {
-                    escaped = true;
-                    j++;
-                }
-            }
-            if (depth == 1 && want_key)
-                found_key = !escaped && j - start == name_len &&
-                            memcmp(text + start, name, name_len) == 0;
-            want_key = false;
-            for (size_t k = start; k <= j && k < len; k++) /* the string's own characters */
-                cl += ((unsigned char)text[k] & 0xc0) != 0x80;
-            i = j;
-            continue;
-        }
-        if (c == '{' || c == '[') {
-            depth++;
-            want_key = depth == 1 && c == '{';
-        } else if (c == '}' || c == ']') {
-            depth--;
-        } else if (c == ',') {
-            want_key = depth == 1;
-        }
-    }
-    return false;
-}
-
 /* invalid() for a member's value: the message ends with " (line L, column C)", the place of the
- * value in the body (SPEC §2: the message says what and where). */
+ * value in the body (docs/api.md §2: the message says what and where). */
 static void invalid_field(struct request *r, const char *code, const char *name, const char *ko,
                           const char *en)
 {
-    int line, col;
-    if (!r->body.data || !value_pos(r->body.data, r->body.len, name, &line, &col)) {
+    size_t off, line, col;
+    if (!r->body.data || !jsonpos_member(r->body.data, r->body.len, name, &off)) {
         body_invalid(r, code, ko, en);
         return;
     }
+    jsonpos_line_col(r->body.data, r->body.len, off, &line, &col);
     char ko_at[512], en_at[512];
-    snprintf(ko_at, sizeof ko_at, "%s (line %d, column %d)", ko, line, col);
-    snprintf(en_at, sizeof en_at, "%s (line %d, column %d)", en, line, col);
+    snprintf(ko_at, sizeof ko_at, "%s (line %zu, column %zu)", ko, line, col);
+    snprintf(en_at, sizeof en_at, "%s (line %zu, column %zu)", en, line, col);
     body_invalid(r, code, ko_at, en_at);
-}
-
-/* jansson reports an integer beyond 64 bits as a parse error; name the field it belongs to by
- * reading back from the error position to the key before the ':'. */
-static bool key_before(const char *text, size_t pos, char *out, size_t out_len)
-{
-    size_t i = pos;
-    while (i > 0 && strchr("0123456789-+.eE \t\r\n", text[i - 1]))
-        i--;
-    if (i == 0 || text[i - 1] != ':')
-        return false;
-    i--;
-    while (i > 0 && strchr(" \t\r\n", text[i - 1]))
-        i--;
-    if (i == 0 || text[i - 1] != '"')
-        return false;
-    size_t end = --i;
-    while (i > 0 && text[i - 1] != '"')
-        i--;
-    if (i == 0 || end - i >= out_len)
-        return false;
-    memcpy(out, text + i, end - i);
-    out[end - i] = '\0';
-    return true;
 }
 
 static bool parse_body(struct request *r, json_t **out)
@@ -128,8 +48,10 @@ static bool parse_body(struct request *r, json_t **out)
     char ko[400], en[400];
     if (!root) {
         char key[64];
+        /* jansson reports an integer beyond 64 bits as a parse error: name its field */
         if (strstr(err.text, "too big integer") &&
-            key_before(text, (size_t)(err.position > 0 ? err.position - 1 : 0), key, sizeof key)) {
+            jsonpos_key_before(text, r->body.len, (size_t)(err.position > 0 ? err.position - 1 : 0),
+                               key, sizeof key)) {
             snprintf(ko, sizeof ko, "%s: 1 이상 %lld 이하의 정수여야 합니다. (line %d, column %d)",
                      key, (long long)MAX_SAFE_INT, err.line, err.column);
             snprintf(en, sizeof en, "%s: must be an integer from 1 to %lld (line %d, column %d)",
@@ -195,7 +117,7 @@ static void done_with_body(struct request *r)
     buf_fini(&r->body);
 }
 
-/* A required string field: missing or not a string → INVALID_REQUEST (SPEC §2: wrong types);
+/* A required string field: missing or not a string → INVALID_REQUEST (docs/api.md §2: wrong types);
  * a string that is not a valid value → `code`. */
 static const char *string_field(struct request *r, json_t *root, const char *name,
                                 const char *code, bool (*ok)(const char *))
@@ -223,7 +145,7 @@ static const char *string_field(struct request *r, json_t *root, const char *nam
     return json_string_value(v);
 }
 
-/* An amount (SPEC §7 "Numbers"): a JSON integer in 1 .. 2^53-1. An optional field that is
+/* An amount (docs/edge-rules.md §7 "Numbers"): a JSON integer in 1 .. 2^53-1. An optional field that is
  * absent or null leaves *out at 0. */
 static bool amount_field(struct request *r, json_t *root, const char *name, bool required,
                          int64_t *out)
@@ -253,7 +175,7 @@ static bool amount_field(struct request *r, json_t *root, const char *name, bool
     return false;
 }
 
-/* A hash of the body's meaning, not its bytes (SPEC §3: the same request with its keys
+/* A hash of the body's meaning, not its bytes (docs/idempotency.md §3: the same request with its keys
  * reordered or spaced differently is the same request). Walks the parsed tree: an object is
  * the sum of its (key, value) pair hashes, so key order does not matter and no sorting or
  * serialising is needed (keys are unique: the parse rejects duplicates); each type has its own

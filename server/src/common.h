@@ -23,7 +23,7 @@ int64_t now_unix_us(void);
 
 /* Format `unix_us` (µs since the epoch, UTC) as Korea time, seconds precision, with the offset
  * Toss writes: "2024-02-13T12:17:57+09:00" (25 chars + NUL), whatever the host's time zone
- * (SPEC §7 "Time"). */
+ * (docs/edge-rules.md §7 "Time"). */
 void fmt_kst(int64_t unix_us, char out[32]);
 
 #endif

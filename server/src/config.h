@@ -1,4 +1,4 @@
-/* config.h -- the server's settings after argv and the environment are read (SPEC §1).
+/* config.h -- the server's settings after argv and the environment are read (docs/cli.md §1).
  * Filled once by main.c before any thread starts; read-only afterwards. */
 #ifndef FAKEGATE_CONFIG_H
 #define FAKEGATE_CONFIG_H

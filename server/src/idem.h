@@ -1,4 +1,4 @@
-/* idem.h -- idempotency records: claim / complete / release / replay (SPEC §3).
+/* idem.h -- idempotency records: claim / complete / release / replay (docs/idempotency.md §3).
  * A record is keyed by its scope (secret key, Idempotency-Key, method, path) and is PROCESSING
  * from the claim until its owner completes it (DONE, holding the exact response) or releases
  * it (deleted). Only the owner may complete or release. Pure data, no lock: the gateway's store

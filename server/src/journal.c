@@ -210,7 +210,7 @@ void journal_free_copy(struct journal_entry *v, size_t n)
 }
 
 /* Append s to b with bytes that are not valid UTF-8, and control characters (and spaces, with
- * escape_space), written as the four characters \xNN (lower-case hex; SPEC §7: never dropped);
+ * escape_space), written as the four characters \xNN (lower-case hex; docs/edge-rules.md §7: never dropped);
  * valid UTF-8 is kept. Stops before `max` output bytes (then appends "..."), never inside an
  * escape or a character. */
 static void escape_bytes(struct buf *b, const char *s, size_t max, bool escape_space)
@@ -268,7 +268,7 @@ static void add_escaped(struct buf *b, const char *s)
 
 
 /* A log line's free-text fields (path, orderId, key) are cut at 1200 bytes each: even if JSON
- * escaping doubled every byte of all three, a line stays under 8 KiB (SPEC §7). */
+ * escaping doubled every byte of all three, a line stays under 8 KiB (docs/edge-rules.md §7). */
 #define LOG_FIELD_MAX 1200
 
 /* Text-log value: \xNN-escaped, not quoted. */

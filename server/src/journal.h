@@ -1,4 +1,4 @@
-/* journal.h -- the request journal (SPEC §5 GET /__admin/requests): a ring buffer of the last
+/* journal.h -- the request journal (docs/admin.md §5 GET /__admin/requests): a ring buffer of the last
  * N requests, each written when it arrives and completed when it ends, so a held request shows
  * as pending. It is also what the retry-behaviour report (report.c) reads. Thread-safe: ids
  * come from an atomic counter and each ring slot has its own mutex, so two workers writing
@@ -14,7 +14,7 @@
 
 #include "buf.h"
 
-/* Every request has exactly one outcome (SPEC §5, §7 "Metrics"). */
+/* Every request has exactly one outcome (docs/admin.md §5, docs/edge-rules.md §7 "Metrics"). */
 enum outcome {
     OUT_OK = 0, OUT_REPLAYED, OUT_CONFLICT, OUT_BUSINESS_ERROR, OUT_INVALID, OUT_UNAUTHORIZED,
     OUT_THROTTLED, OUT_CAPPED, OUT_DROPPED_REQUEST, OUT_DROPPED_RESPONSE, OUT_FAULT_ERROR,
@@ -60,7 +60,7 @@ struct journal {
     _Atomic uint64_t first_id;   /* the first id handed out since the last reset */
 };
 
-/* A ring of `cap` entries (SPEC default 10 000). Returns 0, or -1 on out of memory. */
+/* A ring of `cap` entries (default 10 000, docs/admin.md §5). Returns 0, or -1 on out of memory. */
 int journal_init(struct journal *j, size_t cap);
 void journal_fini(struct journal *j);
 /* Forget every entry. Ids carry on (a request held across the reset cannot complete a newer
@@ -79,10 +79,10 @@ void journal_update(struct journal *j, uint64_t id, const struct journal_entry *
 struct journal_entry *journal_copy(struct journal *j, size_t limit, size_t *n);
 void journal_free_copy(struct journal_entry *v, size_t n);
 
-/* Render entries as {"requests":[...]} (SPEC §5 shape). Non-UTF-8 bytes are escaped as \xNN. */
+/* Render entries as {"requests":[...]} (docs/admin.md §5 shape). Non-UTF-8 bytes are escaped as \xNN. */
 void journal_render(struct buf *b, const struct journal_entry *v, size_t n);
 
-/* One access-log line for entry e (SPEC §1 --log): time, method, path, route, orderId,
+/* One access-log line for entry e (docs/cli.md §1 --log): time, method, path, route, orderId,
  * Idempotency-Key, decision, status, delivered, duration, as `key=value` text or one JSON
  * object; non-UTF-8 bytes as \xNN; at most 8 KiB including the newline. */
 void journal_log_line(struct buf *b, const struct journal_entry *e, bool json);

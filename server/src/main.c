@@ -1,6 +1,6 @@
 /* main.c -- fakegate's entry point: argv and FAKEGATE_* environment → config (flags win),
  * the profile, signals (blocked in every thread, taken with sigwait here), start, the ready
- * line and port file, and the orderly stop. Exit codes (SPEC §1): 0 clean shutdown, 2 usage or
+ * line and port file, and the orderly stop. Exit codes (docs/cli.md §1): 0 clean shutdown, 2 usage or
  * configuration error, 1 runtime failure. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -573,7 +573,7 @@ static int run(struct cli *clip, int argc, char **argv)
             break;
         /* SIGHUP: reload the file of the profile in force (the start profile, or the one last
          * PUT or reset by name); a profile that fails validation is rejected and the one in
-         * force stays (SPEC §1). A profile given inline has no file: it stays. */
+         * force stays (docs/cli.md §1). A profile given inline has no file: it stays. */
         char in_force[PROFILE_NAME_MAX + 1];
         char *file = gateway_profile_file(&gw, in_force);
         if (!file) {

@@ -38,6 +38,15 @@ static json_t *value_of(const char *key, const char *v)
             return json_pack("{s:s,s:f}", "format", "seconds", "value", d);
         return json_pack("{s:s}", "format", v);
     }
+    if (strcmp(key, "attempts") == 0) { /* before numbers: attempts=1 is the list [1] */
+        json_t *a = json_array();
+        char *copy = strdup(v), *save = NULL;
+        for (char *t = copy ? strtok_r(copy, ",[] ", &save) : NULL; t;
+             t = strtok_r(NULL, ",[] ", &save))
+            json_array_append_new(a, json_integer(strtoll(t, NULL, 10)));
+        free(copy);
+        return a;
+    }
     if (*v && !*end && isfinite(d)) {
         if (d == floor(d) && fabs(d) < 9e15)
             return json_integer((json_int_t)d);
@@ -47,15 +56,6 @@ static json_t *value_of(const char *key, const char *v)
         return json_true();
     if (strcmp(v, "false") == 0)
         return json_false();
-    if (strcmp(key, "attempts") == 0) {
-        json_t *a = json_array();
-        char *copy = strdup(v), *save = NULL;
-        for (char *t = copy ? strtok_r(copy, ",[] ", &save) : NULL; t;
-             t = strtok_r(NULL, ",[] ", &save))
-            json_array_append_new(a, json_integer(strtoll(t, NULL, 10)));
-        free(copy);
-        return a;
-    }
     return json_string(v);
 }
 

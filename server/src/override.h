@@ -1,4 +1,4 @@
-/* override.h -- per-request overrides (SPEC §4): X-Fakegate-Profile, X-Fakegate-Fault,
+/* override.h -- per-request overrides (docs/profiles.md §4): X-Fakegate-Profile, X-Fakegate-Fault,
  * X-Fakegate-Latency-Ms. They win over the active profile for the one request that carries
  * them. */
 #ifndef FAKEGATE_OVERRIDE_H

@@ -576,6 +576,14 @@ static enum handler_result leave_queue(struct gateway *g, struct request *r, boo
     return rc ? process(g, r) : H_RESPOND;
 }
 
+/* The budget of an X-Fakegate-Fault fault: the header is one request's profile, so its
+ * `times` is that request's alone -- it fires while times >= 1. */
+static bool override_budget(int fault_index, void *ctx)
+{
+    const struct route_profile *rp = ctx;
+    return rp->faults[fault_index].times > 0;
+}
+
 /* The request's plan (docs/profiles.md §4 "Determinism"): its attempt number for this
  * identity on this route, then the fault and latencies from a generator seeded by (seed,
  * route, identity, attempt) under the profile state the request arrived with. The identity is
@@ -593,8 +601,8 @@ static void plan(struct gateway *g, struct request *r, const char *identity)
         struct rng orng;
         rng_seed_request(&orng, r->adm.seed, (int)r->route + 16, identity, strlen(identity),
                          r->attempt);
-        fault_decide(profile_route(r->adm.ovr_fault_profile, ROUTE_DEFAULT), r->attempt, &orng,
-                     NULL, NULL, &ov);
+        const struct route_profile *orp = profile_route(r->adm.ovr_fault_profile, ROUTE_DEFAULT);
+        fault_decide(orp, r->attempt, &orng, override_budget, (void *)orp, &ov);
         pl.fault = ov.fault;
     }
     if (r->adm.ovr_latency_ms >= 0) {

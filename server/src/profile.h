@@ -1,4 +1,4 @@
-/* profile.h -- a profile: the named set of behaviours fakegate applies per route (SPEC §4).
+/* profile.h -- a profile: the named set of behaviours fakegate applies per route (docs/profiles.md §4).
  * profile.c (with profile_route.c and profile_ctx.c) turns profile JSON into these plain structs
  * and validates it; every rejection names the place as `origin:line:column: message` (column in
  * characters). A parsed profile is immutable and may be shared by threads without locks. */
@@ -20,7 +20,7 @@ const char *route_name(enum route_id r);
 
 enum body_mismatch { BODY_MISMATCH_REPLAY = 0, BODY_MISMATCH_REJECT };
 
-/* --- faults (SPEC §4) --- */
+/* --- faults (docs/profiles.md §4) --- */
 enum fault_kind { FAULT_NONE = 0, FAULT_ERROR, FAULT_DROP_REQUEST, FAULT_DROP_RESPONSE, FAULT_DRIP };
 /* How a dropped request or response is lost on the wire. */
 enum fault_how { HOW_CLOSE = 0, HOW_RESET, HOW_HANG, HOW_TRUNCATE };
@@ -129,7 +129,7 @@ typedef int (*profile_resolver)(const char *name, struct profile **out, char err
  * JSON, duplicate keys, unknown keys, wrong types, a name not matching [a-z0-9_-]{1,64},
  * negative or non-finite times, times above 86 400 000 ms,
  * min_ms > max_ms, p99_ms < median_ms, mixture weights <= 0, nested mixtures, unknown
- * "dist". Faults, throttle, concurrency and schedules as SPEC §4 (validated there:
+ * "dist". Faults, throttle, concurrency and schedules as docs/profiles.md §4 (validated there:
  * probabilities in [0,1] whose sum over the faults eligible for any one attempt is <= 1,
  * commit only with when=after, truncate only with
  * drop_response, Retry-After values <= 2^31-1, status ranges, a schedule phase naming a
@@ -141,7 +141,7 @@ int profile_parse(const char *text, size_t len, const char *origin, profile_reso
 
 /* Parse one fault object as a profile's faults list holds it (`fault_json`, `len` bytes), into
  * a profile whose default route has that fault only and no other setting: the
- * X-Fakegate-Fault header (SPEC §5) is validated by the same rules as a profile. Returns 0 and
+ * X-Fakegate-Fault header (docs/profiles.md §4) is validated by the same rules as a profile. Returns 0 and
  * sets *out (caller owns it), or -1 with *out NULL and a message in err that names fields from
  * inside the fault and carries no position ("how: expected ...", "missing \"code\""): the
  * client wrote a header, not this JSON. Thread: any. */

@@ -1,4 +1,4 @@
-/* profile_route.h -- one route's settings in a profile (SPEC §4): its latency distributions,
+/* profile_route.h -- one route's settings in a profile (docs/profiles.md §4): its latency distributions,
  * faults, throttle and concurrency cap, validated by profile_route.c for profile.c. Not used
  * outside the profile parser. */
 #ifndef FAKEGATE_PROFILE_ROUTE_H

@@ -1,4 +1,4 @@
-/* render.h -- the JSON bodies fakegate sends: the Toss Payment object (SPEC §2.3) and
+/* render.h -- the JSON bodies fakegate sends: the Toss Payment object (docs/api.md §2.3) and
  * {code, message} errors. Rendering is a pure function of the ledger's data and the view, so a
  * stored success re-renders byte-identically for a replay. Written with buf appends, not
  * jansson: this is the hot path. */
@@ -17,7 +17,7 @@
 void render_payment(struct buf *b, const struct ledger *l, const char *mid,
                     const struct payment *p, uint32_t view_cancels, enum pay_status view_status);
 
-/* One row of GET /v1/transactions (SPEC §2.2, §7): an approval has status DONE and the
+/* One row of GET /v1/transactions (docs/api.md §2.2, docs/edge-rules.md §7): an approval has status DONE and the
  * payment's total; a cancel has its cancelAmount and the payment's status after it. */
 void render_transaction(struct buf *b, const struct ledger *l, const char *mid,
                         const struct ledger_tx *tx);

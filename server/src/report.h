@@ -1,4 +1,4 @@
-/* report.h -- what the client under test did wrong, judged from the journal (SPEC §5
+/* report.h -- what the client under test did wrong, judged from the journal (docs/admin.md §5
  * GET /__admin/report). Pure: a function of the journal entries. */
 #ifndef FAKEGATE_REPORT_H
 #define FAKEGATE_REPORT_H

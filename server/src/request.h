@@ -44,7 +44,7 @@ enum route_kind {
     RK_METRICS
 };
 
-/* Where a confirm is in its life (SPEC §4 order of decisions). */
+/* Where a confirm is in its life (docs/profiles.md §4 order of decisions). */
 enum req_phase {
     PH_NEW = 0,     /* headers seen */
     PH_BODY,        /* reading the body */
@@ -54,7 +54,7 @@ enum req_phase {
     PH_SENT
 };
 
-/* How the response reaches the wire (SPEC §4 faults): whole, or lost in one of these ways. */
+/* How the response reaches the wire (docs/profiles.md §4 faults): whole, or lost in one of these ways. */
 enum wire {
     WIRE_NORMAL = 0,
     WIRE_CLOSE,     /* FIN, no bytes */

@@ -1,4 +1,4 @@
-/* rng.c -- splitmix64 / xoshiro256** and the latency distributions of SPEC §4.
+/* rng.c -- splitmix64 / xoshiro256** and the latency distributions of docs/profiles.md §4.
  * Pure: no I/O, no globals. A generator's output depends only on its seed, so a request's draws
  * depend only on (seed, route, identity, attempt). Every sample is finite and within
  * [0, MAX_SAMPLE_MS], so callers can turn it into an int64 deadline without overflow. */

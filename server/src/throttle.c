@@ -42,7 +42,7 @@ bool window_throttled(const struct throttle *t, int64_t since_ns, double *wait_s
         phase += t->period_s;
     if (phase >= t->throttled_s)
         return false;
-    /* Announce a whole number of seconds that lands in an open part (SPEC §4: a client that
+    /* Announce a whole number of seconds that lands in an open part (docs/profiles.md §4: a client that
      * comes back exactly when told is admitted): with an open part under 1 s the end of this
      * window rounded up may fall into the next window. The parser rejects windows where no
      * whole second ever lands outside (a period dividing 1 s). */

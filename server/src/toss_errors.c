@@ -2,7 +2,7 @@
  * Korean messages are Toss Payments' own, from its error-code reference
  * (docs.tosspayments.com/reference/error-codes) and its idempotency guide
  * (docs.tosspayments.com/reference/using-api/idempotency-key); entries marked [ours] are codes
- * or wordings Toss does not document, chosen by fakegate (SPEC §2.4). English messages are
+ * or wordings Toss does not document, chosen by fakegate (docs/api.md §2.4). English messages are
  * fakegate's translations. Sorted by code so lookups are a binary search. */
 #include "toss_errors.h"
 
@@ -27,7 +27,7 @@ static const struct toss_error table[] = {
     {"FORBIDDEN_REQUEST", 403, "허용되지 않은 요청입니다.", "The request is not allowed."},
     {"IDEMPOTENCY_KEY_REUSED", 422, "같은 멱등키로 다른 요청 본문이 전송되었습니다.", "The Idempotency-Key was reused with a different request body."}, /* [ours] */
     {"IDEMPOTENT_REQUEST_PROCESSING", 409, "이전 멱등 요청이 처리중입니다.", "The previous idempotent request is still being processed."},
-    /* Toss's docs list 403 for this code; other sources report 400. SPEC §2 uses 400. */
+    /* Toss's docs list 403 for this code; other sources report 400. docs/api.md §2 uses 400. */
     {"INCORRECT_BASIC_AUTH_FORMAT", 400, "잘못된 요청입니다. ':' 를 포함해 인코딩해주세요.", "Invalid request. Encode the key followed by ':'."},
     {"INVALID_API_KEY", 400, "잘못된 시크릿키 연동 정보 입니다.", "Invalid secret key integration information."},
     {"INVALID_CARD_EXPIRATION", 400, "카드 정보를 다시 확인해주세요. (유효기간)", "Please check the card information again (expiration date)."},

@@ -1,5 +1,5 @@
 /* toss_errors.h -- the error-code table: code → HTTP status and Korean/English message
- * (SPEC §2.4). The table is data in toss_errors.c, the one place a code's status or wording
+ * (docs/api.md §2.4). The table is data in toss_errors.c, the one place a code's status or wording
  * is defined. */
 #ifndef FAKEGATE_TOSS_ERRORS_H
 #define FAKEGATE_TOSS_ERRORS_H

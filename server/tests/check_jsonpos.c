@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "jsonpos.h"
 
 /* Byte offset of the first occurrence of `needle` in `text` (which must contain it). */
@@ -312,7 +313,7 @@ START_TEST(test_jsonpos_edit_distance_and_suggest)
 }
 END_TEST
 
-static Suite *jsonpos_suite(void)
+Suite *make_suite(void)
 {
     Suite *s = suite_create("jsonpos");
     TCase *find = tcase_create("find");
@@ -338,11 +339,3 @@ static Suite *jsonpos_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(jsonpos_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}

@@ -97,7 +97,7 @@ START_TEST(test_ledger_create_duplicate_payment_key_is_null)
 END_TEST
 
 /* An orderId belongs to one payment: a second payment with it is refused and leaves no trace
- * (SPEC: DUPLICATED_ORDER_ID), and the first keeps it. */
+ * (docs/api.md §2.1: DUPLICATED_ORDER_ID), and the first keeps it. */
 START_TEST(test_ledger_same_order_id_is_refused_and_first_keeps_it)
 {
     struct ledger l;

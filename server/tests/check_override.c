@@ -1,4 +1,4 @@
-/* check_override.c -- unit tests for override.c, the per-request override headers (SPEC §4):
+/* check_override.c -- unit tests for override.c, the per-request override headers (docs/profiles.md §4):
  * the X-Fakegate-Fault grammar ("kind; key=value; ...", the kind first, p defaulting to 1,
  * attempts as "1,3", retry_after as seconds, auto or a format) turned into a profile whose
  * default route has exactly that fault, each accepted form checked field by field, each rejected
@@ -136,6 +136,16 @@ START_TEST(test_fault_p_attempts_message_and_body)
 }
 END_TEST
 
+START_TEST(test_fault_single_attempt_is_a_list_of_one)
+{
+    struct profile *p;
+    const struct fault *f = the_fault("drop_request; how=close; attempts=1", &p);
+    ck_assert_uint_eq(f->n_attempts, 1);
+    ck_assert_uint_eq(f->attempts[0], 1);
+    profile_free(p);
+}
+END_TEST
+
 START_TEST(test_fault_drip_with_duration)
 {
     struct profile *p;
@@ -240,6 +250,7 @@ Suite *make_suite(void)
     tcase_add_test(ok, test_fault_error_status_defaults_from_the_code_table);
     tcase_add_test(ok, test_fault_retry_after_auto_and_http_date);
     tcase_add_test(ok, test_fault_p_attempts_message_and_body);
+    tcase_add_test(ok, test_fault_single_attempt_is_a_list_of_one);
     tcase_add_test(ok, test_fault_drip_with_duration);
     suite_add_tcase(s, ok);
     TCase *bad = tcase_create("fault_rejected");

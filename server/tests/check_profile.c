@@ -572,7 +572,7 @@ END_TEST
 
 /* ---- Faults, throttle, concurrency ---------------------------------------------------------- */
 
-/* SPEC §4's example, verbatim. */
+/* The example of the original contract, verbatim (docs/profiles.md §4 shows a richer one). */
 static const char SPEC_EXAMPLE[] =
     "{\n"
     "  \"name\": \"example\",\n"

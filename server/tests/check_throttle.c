@@ -1,6 +1,6 @@
 /* check_throttle.c -- unit tests for throttle.c: token buckets and periodic windows with the times
  * passed in (no clock is read), the Retry-After rounding ("a client that comes back exactly when
- * told is admitted", SPEC §4) and the header's formats. */
+ * told is admitted", docs/profiles.md §4) and the header's formats. */
 #include <check.h>
 #include <math.h>
 #include <stdbool.h>
@@ -263,10 +263,10 @@ START_TEST(test_window_with_an_open_part_of_1_s_or_more_admits_a_client_at_retry
 }
 END_TEST
 
-/* SPEC §4 says "A client that comes back exactly when told is admitted". Retry-After has whole
+/* docs/profiles.md §4 says "A client that comes back exactly when told is admitted". Retry-After has whole
  * seconds, so with an open part shorter than 1 s the rounded-up wait can land in the next closed
  * part: with period 1 s it lands on the very same phase one period later. This pins what
- * window_throttled + retry_after_ceil do today (reported as a SPEC violation). */
+ * window_throttled + retry_after_ceil do today (reported as a violation of docs/profiles.md §4). */
 START_TEST(test_window_with_a_sub_second_open_part_announces_a_retry_after_that_is_admitted)
 {
     /* Period 1 s: no whole number of seconds leaves a 0.6 s window (the parser rejects it). */

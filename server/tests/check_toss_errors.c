@@ -1,5 +1,5 @@
 /* check_toss_errors.c -- unit tests for the error-code table: every entry is found, the table
- * is strictly sorted (toss_error_find is a bsearch), every SPEC §2.4 code is present with its
+ * is strictly sorted (toss_error_find is a bsearch), every docs/api.md §2.4 code is present with its
  * status, Toss's exact idempotency wordings, ASCII English messages, unknown codes → NULL. */
 #include <check.h>
 #include <stdbool.h>
@@ -10,7 +10,7 @@
 #include "check_main.h"
 #include "toss_errors.h"
 
-/* SPEC §2.4, in the order the SPEC lists them. */
+/* docs/api.md §2.4, in the order the contract first listed them. */
 static const struct {
     const char *code;
     int status;
@@ -120,8 +120,8 @@ START_TEST(test_spec_codes_present_with_their_statuses)
             strncat(wrong, item, sizeof wrong - strlen(wrong) - 1);
         }
     }
-    ck_assert_msg(missing[0] == '\0', "SPEC §2.4 codes missing from the table:%s", missing);
-    ck_assert_msg(wrong[0] == '\0', "SPEC §2.4 codes with another status:%s", wrong);
+    ck_assert_msg(missing[0] == '\0', "docs/api.md §2.4 codes missing from the table:%s", missing);
+    ck_assert_msg(wrong[0] == '\0', "docs/api.md §2.4 codes with another status:%s", wrong);
 }
 END_TEST
 
