@@ -1,9 +1,9 @@
-/* check_admin_journal.c -- black-box tests of GET /__admin/requests, the request journal (docs/admin.md §5
- * Admin API): a held confirm shows as pending (status, outcome and duration null, its decision
- * already planned) and is completed when its response has ended; ?limit=N gives the N newest,
- * oldest first, and limit=0 is a 400; a dropped response is delivered "no" with outcome
- * dropped_response. The test starts its own server on port 0; waits poll the journal with a
- * bound. */
+/* check_admin_journal.c -- black-box tests of GET /__admin/requests, the request journal
+ * (docs/admin.md §5 Admin API): a held confirm shows as pending (status, outcome and duration null,
+ * its decision already planned) and is completed when its response has ended; ?limit=N gives the N
+ * newest, oldest first, and limit=0 is a 400; a dropped response is delivered "no" with outcome
+ * dropped_response. The test starts its own server on port 0; waits poll the journal with a bound.
+ */
 #define _GNU_SOURCE
 
 #include <check.h>

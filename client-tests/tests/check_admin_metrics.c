@@ -1,10 +1,11 @@
-/* check_admin_metrics.c -- black-box tests of GET /metrics (docs/edge-rules.md §7 "Metrics", "Names"): after a
- * known sequence of confirms (ok, replayed, 409 conflict, 401, 400, a fault, throttled) every
- * counter has exactly the expected value and admin calls are counted apart; the in-flight gauge
- * and its peak are exact with requests held; the text is valid Prometheus exposition format with
- * every family, type, (route, outcome) pair and histogram bucket of docs/edge-rules.md §7 (checked by the
- * testkit's strict parser, whose own rejections are tested here too). Each test starts its own
- * server on port 0; counters are polled with a bound, never read after a sleep. */
+/* check_admin_metrics.c -- black-box tests of GET /metrics (docs/edge-rules.md §7 "Metrics",
+ * "Names"): after a known sequence of confirms (ok, replayed, 409 conflict, 401, 400, a fault,
+ * throttled) every counter has exactly the expected value and admin calls are counted apart; the
+ * in-flight gauge and its peak are exact with requests held; the text is valid Prometheus
+ * exposition format with every family, type, (route, outcome) pair and histogram bucket of
+ * docs/edge-rules.md §7 (checked by the testkit's strict parser, whose own rejections are tested
+ * here too). Each test starts its own server on port 0; counters are polled with a bound, never
+ * read after a sleep. */
 #define _GNU_SOURCE
 
 #include <check.h>

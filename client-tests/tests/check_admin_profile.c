@@ -1,12 +1,12 @@
-/* check_admin_profile.c -- black-box tests of GET/PUT /__admin/profile (docs/admin.md §5 Admin API):
- * switching the profile while requests are held (50, then 1000: the PUT returns at once, held
- * requests keep the latency they were planned with, a request after the switch gets the new
- * profile and ends first), and profile validation over PUT (a typo'd key or malformed JSON is
- * 400 INVALID_PROFILE with its line:column, bad or unknown names are rejected and leave the
- * active profile alone, a shipped name resolves to its file, an inline profile is shown as sent).
- * Each test starts its own server on port 0; held requests run on the testkit's libcurl multi
- * loop on a background thread, and ordering is asserted as order of events, never as wall-clock
- * thresholds. */
+/* check_admin_profile.c -- black-box tests of GET/PUT /__admin/profile (docs/admin.md §5 Admin
+ * API): switching the profile while requests are held (50, then 1000: the PUT returns at once, held
+ * requests keep the latency they were planned with, a request after the switch gets the new profile
+ * and ends first), and profile validation over PUT (a typo'd key or malformed JSON is 400
+ * INVALID_PROFILE with its line:column, bad or unknown names are rejected and leave the active
+ * profile alone, a shipped name resolves to its file, an inline profile is shown as sent). Each
+ * test starts its own server on port 0; held requests run on the testkit's libcurl multi loop on a
+ * background thread, and ordering is asserted as order of events, never as wall-clock thresholds.
+ */
 #define _GNU_SOURCE
 
 #include <check.h>

@@ -1,10 +1,10 @@
 /* check_admin_report.c -- black-box tests of GET /__admin/report, the retry-behaviour report
- * (docs/admin.md §5 Admin API): one deliberately bad client per finding kind (retried_4xx, early_retry,
- * new_key_resend, key_reuse, synchronized_retries, retry_storm), the edge cases the report
- * must get right (answers the client never got, a Test-Code decline, commits rather than
- * answers, paymentKey identity, an HTTP-date Retry-After), and a well-behaved client that gets
- * no finding. Each test starts its own server on port 0. The only deliberate waits are where
- * time is the behaviour under test (a client waiting its Retry-After, an early retry, backoff). */
+ * (docs/admin.md §5 Admin API): one deliberately bad client per finding kind (retried_4xx,
+ * early_retry, new_key_resend, key_reuse, synchronized_retries, retry_storm), the edge cases the
+ * report must get right (answers the client never got, a Test-Code decline, commits rather than
+ * answers, paymentKey identity, an HTTP-date Retry-After), and a well-behaved client that gets no
+ * finding. Each test starts its own server on port 0. The only deliberate waits are where time is
+ * the behaviour under test (a client waiting its Retry-After, an early retry, backoff). */
 #define _GNU_SOURCE
 
 #include <check.h>
@@ -446,8 +446,8 @@ START_TEST(test_report_new_key_resend_follows_commits_not_answers)
 }
 END_TEST
 
-/* docs/admin.md §5: "the same orderId/paymentKey": a committed paymentKey confirmed again under a new
- * key with another orderId is the same double-charge risk. */
+/* docs/admin.md §5: "the same orderId/paymentKey": a committed paymentKey confirmed again under a
+ * new key with another orderId is the same double-charge risk. */
 START_TEST(test_report_new_key_resend_by_payment_key)
 {
     fg_server *s = start_admin_confirm("{'latency':{'dist':'fixed','ms':0}}");

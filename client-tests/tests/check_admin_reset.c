@@ -1,10 +1,10 @@
-/* check_admin_reset.c -- black-box tests of POST /__admin/reset (docs/admin.md §5 Admin API): it empties
- * the ledger, the idempotency store, the journal and the counters (the in-flight peak restarts
- * from the requests still held), keeps or applies the profile it is given, can run several times
- * in a row, and a request that spans it (held in its latency or queue latency, or with its body
- * arriving after it) is answered 500 and leaves the new ledger, journal and counters alone.
- * Each test starts its own server on port 0; requests held across the reset run on threads of
- * their own, and waits poll a condition with a bound. */
+/* check_admin_reset.c -- black-box tests of POST /__admin/reset (docs/admin.md §5 Admin API): it
+ * empties the ledger, the idempotency store, the journal and the counters (the in-flight peak
+ * restarts from the requests still held), keeps or applies the profile it is given, can run several
+ * times in a row, and a request that spans it (held in its latency or queue latency, or with its
+ * body arriving after it) is answered 500 and leaves the new ledger, journal and counters alone.
+ * Each test starts its own server on port 0; requests held across the reset run on threads of their
+ * own, and waits poll a condition with a bound. */
 #define _GNU_SOURCE
 
 #include <check.h>

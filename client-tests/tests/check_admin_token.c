@@ -1,5 +1,5 @@
-/* check_admin_token.c -- black-box test of --admin-token (docs/admin.md §5 Admin API): with it, every
- * guarded /__admin route answers 401 UNAUTHORIZED to no, a wrong, a truncated, a Basic or a
+/* check_admin_token.c -- black-box test of --admin-token (docs/admin.md §5 Admin API): with it,
+ * every guarded /__admin route answers 401 UNAUTHORIZED to no, a wrong, a truncated, a Basic or a
  * lower-case bearer Authorization (and to the /v1 Basic key), and 200 to the exact bearer token;
  * health and /metrics stay open, and the token does not guard /v1. */
 #define _GNU_SOURCE

@@ -1,6 +1,7 @@
-/* check_api.c -- black-box tests of fakegate's Toss-like API, idempotency and CLI (docs/cli.md §1, docs/api.md §2, docs/idempotency.md §3,
- * §5 health/payments, §7). Each test starts its own server on port 0 through the harness and
- * stops it; the harness kills it if the test dies first. Waits poll a condition with a bound. */
+/* check_api.c -- black-box tests of fakegate's Toss-like API, idempotency and CLI (docs/cli.md §1,
+ * docs/api.md §2, docs/idempotency.md §3, §5 health/payments, §7). Each test starts its own server
+ * on port 0 through the harness and stops it; the harness kills it if the test dies first. Waits
+ * poll a condition with a bound. */
 #define _GNU_SOURCE
 
 #include <check.h>
@@ -685,9 +686,9 @@ START_TEST(test_bad_confirms_get_their_error_and_leave_no_trace)
 }
 END_TEST
 
-/* docs/api.md §2: a wrong value's message says where it is, on the line it is on, counting characters
- * as jansson does for a parse error (a Korean syllable, three bytes, is one column); a member of
- * the same name inside a nested object is not the one meant. */
+/* docs/api.md §2: a wrong value's message says where it is, on the line it is on, counting
+ * characters as jansson does for a parse error (a Korean syllable, three bytes, is one column); a
+ * member of the same name inside a nested object is not the one meant. */
 START_TEST(test_wrong_value_message_names_its_line_and_column_in_characters)
 {
     fg_server *s = start_server(NULL);
@@ -927,11 +928,10 @@ static void raw_framed_confirm(const fg_server *s, const char *framing, const ch
     ck_assert_msg(fg_raw(s, raw, (size_t)n, 5000, rr, err) == 0, "%s", err);
 }
 
-/* RFC 9112 §6.3 (and docs/edge-rules.md §7's "never zero bytes"): a body whose length cannot be known --
- * two Content-Length headers that disagree, or a Transfer-Encoding other than chunked -- gets
- * 400 INVALID_REQUEST and a close, and nothing runs. Before, the first took the first length
- * and read the rest as the next request; the second waited for the body until the idle
- * timeout. */
+/* RFC 9112 §6.3 (and docs/edge-rules.md §7's "never zero bytes"): a body whose length cannot be
+ * known -- two Content-Length headers that disagree, or a Transfer-Encoding other than chunked --
+ * gets 400 INVALID_REQUEST and a close, and nothing runs. Before, the first took the first length
+ * and read the rest as the next request; the second waited for the body until the idle timeout. */
 START_TEST(test_unknowable_body_length_gets_400_and_close)
 {
     fg_server *s = start_server(NULL);

@@ -1,11 +1,11 @@
-/* check_faults.c -- black-box tests of fakegate's fault profiles (docs/idempotency.md §3 "Faults decide what is
- * stored", docs/profiles.md §4 Profiles): every fault kind as the client sees it and as the ledger holds it,
- * scripted sequences with attempts/times, throttles (token bucket, window, Retry-After formats,
- * bodies), the concurrency cap, seeded determinism under concurrency, and the shipped profiles.
- * Each test starts its own server on port 0. Requests whose connection-level error matters use a
- * fresh connection (CURLOPT_FORBID_REUSE): libcurl silently resends on a dead reused one.
- * Timing assertions are lower bounds on injected delays, or "answered at once" bounds far below
- * an injected latency; waits poll a condition with a bound. */
+/* check_faults.c -- black-box tests of fakegate's fault profiles (docs/idempotency.md §3 "Faults
+ * decide what is stored", docs/profiles.md §4 Profiles): every fault kind as the client sees it and
+ * as the ledger holds it, scripted sequences with attempts/times, throttles (token bucket, window,
+ * Retry-After formats, bodies), the concurrency cap, seeded determinism under concurrency, and the
+ * shipped profiles. Each test starts its own server on port 0. Requests whose connection-level
+ * error matters use a fresh connection (CURLOPT_FORBID_REUSE): libcurl silently resends on a dead
+ * reused one. Timing assertions are lower bounds on injected delays, or "answered at once" bounds
+ * far below an injected latency; waits poll a condition with a bound. */
 #define _GNU_SOURCE
 
 #include <check.h>
@@ -956,8 +956,8 @@ START_TEST(test_seeded_outcomes_repeat_under_concurrency)
 }
 END_TEST
 
-/* docs/profiles.md §4: "with a seed (--seed, or "seed" in the profile)": a seeded profile applied while
- * the server runs (PUT /__admin/profile) draws the same decisions as when the server started
+/* docs/profiles.md §4: "with a seed (--seed, or "seed" in the profile)": a seeded profile applied
+ * while the server runs (PUT /__admin/profile) draws the same decisions as when the server started
  * with it, whatever seed the server started with. */
 START_TEST(test_seed_of_a_profile_applied_at_run_time_is_used)
 {

@@ -1,8 +1,9 @@
-/* check_idempotency.c -- black-box tests of fakegate's idempotency edges (docs/idempotency.md §3) and of the
- * header / body limits and Idempotency-Key bytes of docs/api.md §2 and docs/edge-rules.md §7: a client that leaves during a
- * latency, body mismatch (replay / reject), TTL expiry, stored business errors, 431 and 413.
- * Each test starts its own server on port 0 through the harness. Waits poll a condition with a
- * bound; the one deliberate wait is the TTL test's, the behaviour under test. */
+/* check_idempotency.c -- black-box tests of fakegate's idempotency edges (docs/idempotency.md §3)
+ * and of the header / body limits and Idempotency-Key bytes of docs/api.md §2 and
+ * docs/edge-rules.md §7: a client that leaves during a latency, body mismatch (replay / reject),
+ * TTL expiry, stored business errors, 431 and 413. Each test starts its own server on port 0
+ * through the harness. Waits poll a condition with a bound; the one deliberate wait is the TTL
+ * test's, the behaviour under test. */
 #define _GNU_SOURCE
 
 #include <check.h>
@@ -437,8 +438,8 @@ START_TEST(test_empty_and_folded_idempotency_key_rejected)
                   "idempotency_keys is not [\"key-trim-1\"]");
     json_decref(e);
 
-    /* A folded (obs-fold) Idempotency-Key → 400 INVALID_IDEMPOTENCY_KEY (docs/edge-rules.md §7), not a
-     * request executed without a key. */
+    /* A folded (obs-fold) Idempotency-Key → 400 INVALID_IDEMPOTENCY_KEY (docs/edge-rules.md §7),
+     * not a request executed without a key. */
     raw = raw_confirm(s, "Idempotency-Key: key-fold-1\r\n key-fold-2\r\n", KEYBODY("3"), &len);
     raw_expect_error(s, "folded", raw, len, 400, "INVALID_IDEMPOTENCY_KEY");
     free(raw);

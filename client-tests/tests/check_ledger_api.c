@@ -1,8 +1,8 @@
-/* check_ledger_api.c -- black-box tests of fakegate's ledger routes: cancel (docs/api.md §2.2, docs/edge-rules.md §7
- * "Cancel"), transactions (§2.2, §7 "Transactions"), registered payment sessions (§2.1), test
- * codes (§2.5) and paths with hidden bytes (§7 "Bytes on the wire"). Each test starts its own
- * server on port 0 through the harness. Waits poll a condition with a bound; the only timed
- * waits are where a time window is the behaviour under test. */
+/* check_ledger_api.c -- black-box tests of fakegate's ledger routes: cancel (docs/api.md §2.2,
+ * docs/edge-rules.md §7 "Cancel"), transactions (§2.2, §7 "Transactions"), registered payment
+ * sessions (§2.1), test codes (§2.5) and paths with hidden bytes (§7 "Bytes on the wire"). Each
+ * test starts its own server on port 0 through the harness. Waits poll a condition with a bound;
+ * the only timed waits are where a time window is the behaviour under test. */
 #define _GNU_SOURCE
 
 #include <check.h>
@@ -122,7 +122,8 @@ static void assert_payment_at(int line, const fg_server *s, const char *pk, cons
     fg_response_fini(&r);
 }
 
-/* balanceAmount, vat = round(balance/11) and suppliedAmount = balance - vat (docs/edge-rules.md §7). */
+/* balanceAmount, vat = round(balance/11) and suppliedAmount = balance - vat (docs/edge-rules.md
+ * §7). */
 static void assert_amounts(const json_t *p, long long total, long long balance)
 {
     long long vat = llround((double)balance / 11.0);
@@ -456,8 +457,9 @@ START_TEST(test_cancel_errors_leave_the_payment_unchanged)
 }
 END_TEST
 
-/* docs/edge-rules.md §7's order: NOT_FOUND_PAYMENT, ALREADY_CANCELED_PAYMENT, NOT_CANCELABLE_PAYMENT,
- * FORBIDDEN_CONSECUTIVE_REQUEST, NOT_MATCHES_REFUNDABLE_AMOUNT, NOT_CANCELABLE_AMOUNT. */
+/* docs/edge-rules.md §7's order: NOT_FOUND_PAYMENT, ALREADY_CANCELED_PAYMENT,
+ * NOT_CANCELABLE_PAYMENT, FORBIDDEN_CONSECUTIVE_REQUEST, NOT_MATCHES_REFUNDABLE_AMOUNT,
+ * NOT_CANCELABLE_AMOUNT. */
 START_TEST(test_cancel_checks_run_in_spec_order)
 {
     /* Window off: the balance checks. */
@@ -1085,8 +1087,8 @@ START_TEST(test_duplicate_session_order_id_gets_duplicated_order_id)
 }
 END_TEST
 
-/* docs/edge-rules.md §7: fakegate_payments_total counts transitions, so an expiry is counted once wherever
- * it is first seen, the admin listing included. */
+/* docs/edge-rules.md §7: fakegate_payments_total counts transitions, so an expiry is counted once
+ * wherever it is first seen, the admin listing included. */
 START_TEST(test_expiry_seen_first_by_the_admin_listing_is_counted)
 {
     fg_server *s = start_args(NULL, (const char *const[]){"--session-ttl", "1", NULL});

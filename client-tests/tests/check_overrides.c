@@ -1,12 +1,12 @@
 /* check_overrides.c -- black-box tests of per-request overrides (docs/profiles.md §4 "Per-request
  * overrides": X-Fakegate-Latency-Ms, X-Fakegate-Fault, X-Fakegate-Profile), the SIGHUP reload of
- * the profile file (docs/cli.md §1), and the access log on stderr (docs/cli.md §1 --log/--quiet, docs/edge-rules.md §7: bytes
- * that are not UTF-8 escaped as \xNN, valid UTF-8 kept, at most 8 KiB per line).
- * Each test starts its own server on port 0. Requests whose connection-level error matters use a
- * fresh connection (CURLOPT_FORBID_REUSE). Timing assertions are lower bounds on injected delays,
- * or "fast" bounds far below a latency the override removed; waits poll a condition with a
- * bound. The access log is read after the server has stopped (SIGTERM, exit 0), so every line
- * it will ever write is in the file: no waiting on log writes. */
+ * the profile file (docs/cli.md §1), and the access log on stderr (docs/cli.md §1 --log/--quiet,
+ * docs/edge-rules.md §7: bytes that are not UTF-8 escaped as \xNN, valid UTF-8 kept, at most 8 KiB
+ * per line). Each test starts its own server on port 0. Requests whose connection-level error
+ * matters use a fresh connection (CURLOPT_FORBID_REUSE). Timing assertions are lower bounds on
+ * injected delays, or "fast" bounds far below a latency the override removed; waits poll a
+ * condition with a bound. The access log is read after the server has stopped (SIGTERM, exit 0), so
+ * every line it will ever write is in the file: no waiting on log writes. */
 #define _GNU_SOURCE
 
 #include <check.h>
@@ -262,9 +262,9 @@ START_TEST(test_fault_override_error_commit)
 }
 END_TEST
 
-/* docs/idempotency.md §3: an error with when after and commit false means the gateway never processed the
- * request, so its record goes and a resend with the key runs again -- also when the request had
- * ended in a business error (here: no session yet), which must not be replayed. */
+/* docs/idempotency.md §3: an error with when after and commit false means the gateway never
+ * processed the request, so its record goes and a resend with the key runs again -- also when the
+ * request had ended in a business error (here: no session yet), which must not be replayed. */
 START_TEST(test_fault_override_error_uncommit_after_business_error_keeps_no_record)
 {
     fg_server *s = start_args(NULL, (const char *const[]){"--strict-sessions", NULL});
@@ -290,8 +290,9 @@ START_TEST(test_fault_override_error_uncommit_after_business_error_keeps_no_reco
 }
 END_TEST
 
-/* docs/profiles.md §4: the header takes a fault object's grammar; retry_after=N is whole seconds (the
- * object {"format":"seconds","value":N}), a word names the format, anything else is refused. */
+/* docs/profiles.md §4: the header takes a fault object's grammar; retry_after=N is whole seconds
+ * (the object {"format":"seconds","value":N}), a word names the format, anything else is refused.
+ */
 START_TEST(test_fault_override_error_with_retry_after_seconds)
 {
     fg_server *s = start_instant();

@@ -406,7 +406,8 @@ START_TEST(test_breaker_failure_classes)
 }
 END_TEST
 
-/* ---- statistics and experiment helpers -------------------------------------------------------- */
+/* ---- statistics and experiment helpers --------------------------------------------------------
+ */
 
 START_TEST(test_quantile_nearest_rank)
 {

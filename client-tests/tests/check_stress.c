@@ -1,9 +1,9 @@
-/* check_stress.c -- concurrency stress of confirm idempotency (docs/idempotency.md §3 "Invariant, tested under
- * concurrency"): 64 keep-alive clients × 500 confirms over 200 payments, with same-key resends,
- * other-key resends and keyless resends racing a 5-20 ms processing latency. Also: 128
- * requests that become readable at once are all answered (libmicrohttpd 0.9.75's 128-event
- * stall, worked around in http.c). Whatever the
- * interleaving, each paymentKey is approved once, and every 200 is that one approval. */
+/* check_stress.c -- concurrency stress of confirm idempotency (docs/idempotency.md §3 "Invariant,
+ * tested under concurrency"): 64 keep-alive clients × 500 confirms over 200 payments, with same-key
+ * resends, other-key resends and keyless resends racing a 5-20 ms processing latency. Also: 128
+ * requests that become readable at once are all answered (libmicrohttpd 0.9.75's 128-event stall,
+ * worked around in http.c). Whatever the interleaving, each paymentKey is approved once, and every
+ * 200 is that one approval. */
 #define _GNU_SOURCE
 
 #include <arpa/inet.h>

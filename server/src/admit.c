@@ -96,8 +96,9 @@ static bool authenticate(struct gateway *g, struct request *r)
     return true;
 }
 
-/* Idempotency-Key: visible ASCII, at most 300 bytes after trimming surrounding spaces, one
- * header (docs/idempotency.md §3, docs/edge-rules.md §7). Sets r->idem_key; false (with resp set) if invalid. */
+/* Idempotency-Key: visible ASCII, at most 300 bytes after trimming surrounding spaces, one header
+ * (docs/idempotency.md §3, docs/edge-rules.md §7). Sets r->idem_key; false (with resp set) if
+ * invalid. */
 bool admit_idempotency_key(struct request *r)
 {
     if (r->idem_key_count == 0 || r->method == HM_GET)
@@ -145,8 +146,9 @@ static bool admit_profile(struct gateway *g, struct request *r)
         r->obs.outcome = OUT_INVALID;
         return false;
     }
-    if ((r->ovr_fault && override_fault_parse(r->ovr_fault, &r->adm.ovr_fault_profile, err) != 0) ||
-        (r->ovr_latency && override_latency_parse(r->ovr_latency, &r->adm.ovr_latency_ms, err) != 0)) {
+    struct admit_state *adm = &r->adm;
+    if ((r->ovr_fault && override_fault_parse(r->ovr_fault, &adm->ovr_fault_profile, err) != 0) ||
+        (r->ovr_latency && override_latency_parse(r->ovr_latency, &adm->ovr_latency_ms, err) != 0)) {
         request_error(r, "INVALID_REQUEST", err);
         r->obs.outcome = OUT_INVALID;
         return false;
@@ -170,8 +172,8 @@ static bool admit_profile(struct gateway *g, struct request *r)
     }
     r->adm.in_flight = true;
     r->adm.live = cur;
-    /* docs/profiles.md §4 Determinism: --seed, or "seed" in the profile; a profile applied at run time
-     * (PUT, reset, X-Fakegate-Profile) brings its seed with it. */
+    /* docs/profiles.md §4 Determinism: --seed, or "seed" in the profile; a profile applied at run
+     * time (PUT, reset, X-Fakegate-Profile) brings its seed with it. */
     r->adm.seed = !g->cfg->has_seed && root->profile->has_seed ? root->profile->seed : g->seed;
     r->adm.generation = gateway_generation(g);
     return true;

@@ -145,8 +145,8 @@ static const char *string_field(struct request *r, json_t *root, const char *nam
     return json_string_value(v);
 }
 
-/* An amount (docs/edge-rules.md §7 "Numbers"): a JSON integer in 1 .. 2^53-1. An optional field that is
- * absent or null leaves *out at 0. */
+/* An amount (docs/edge-rules.md §7 "Numbers"): a JSON integer in 1 .. 2^53-1. An optional field
+ * that is absent or null leaves *out at 0. */
 static bool amount_field(struct request *r, json_t *root, const char *name, bool required,
                          int64_t *out)
 {
@@ -175,11 +175,11 @@ static bool amount_field(struct request *r, json_t *root, const char *name, bool
     return false;
 }
 
-/* A hash of the body's meaning, not its bytes (docs/idempotency.md §3: the same request with its keys
- * reordered or spaced differently is the same request). Walks the parsed tree: an object is
+/* A hash of the body's meaning, not its bytes (docs/idempotency.md §3: the same request with its
+ * keys reordered or spaced differently is the same request). Walks the parsed tree: an object is
  * the sum of its (key, value) pair hashes, so key order does not matter and no sorting or
- * serialising is needed (keys are unique: the parse rejects duplicates); each type has its own
- * tag, so 1, 1.0, "1" and true all differ, as their canonical JSON texts would. */
+ * serialising is needed (keys are unique: the parse rejects duplicates); each type has its own tag,
+ * so 1, 1.0, "1" and true all differ, as their canonical JSON texts would. */
 static uint64_t canonical_hash(const json_t *v)
 {
     switch (json_typeof(v)) {

@@ -1,6 +1,6 @@
-/* fault.h -- the pure fault decision (docs/profiles.md §4): (route settings, attempt number, the request's
- * seeded generator, the `times` budgets) → the request's plan: its two latencies and at most
- * one fault. No I/O, no locks, no clock: the same inputs always give the same plan. */
+/* fault.h -- the pure fault decision (docs/profiles.md §4): (route settings, attempt number, the
+ * request's seeded generator, the `times` budgets) → the request's plan: its two latencies and at
+ * most one fault. No I/O, no locks, no clock: the same inputs always give the same plan. */
 #ifndef FAKEGATE_FAULT_H
 #define FAKEGATE_FAULT_H
 

@@ -32,16 +32,17 @@
 #include "rng.h"
 #include "router.h"
 
-#define HEADER_BLOCK_MAX 8192 /* docs/edge-rules.md §7: request line + header lines, with line ends */
+/* docs/edge-rules.md §7: the request line and header lines, with their line ends. */
+#define HEADER_BLOCK_MAX 8192
 
-/* libmicrohttpd's per-connection pool (default 32 KiB, all of it resident: it is zeroed). It
- * holds the read buffer the header block is parsed in, then the response headers. Measured
- * here: 10 KiB is the smallest size at which every block up to HEADER_BLOCK_MAX is answered by
- * fakegate (200, or its JSON 431 just above the cap) and never by libmicrohttpd's own 431 page;
- * 10 000 held connections then take ~3x less memory than with the default. Above the cap,
- * libmicrohttpd 0.9.75 answers some sizes with nothing (docs/edge-rules.md "Known limits": a ~250-byte band is
- * closed without a byte, and up to 10 325 bytes no answer until the idle timeout); a larger
- * pool only moves those bands up, it does not remove them. */
+/* libmicrohttpd's per-connection pool (default 32 KiB, all of it resident: it is zeroed). It holds
+ * the read buffer the header block is parsed in, then the response headers. Measured here: 10 KiB
+ * is the smallest size at which every block up to HEADER_BLOCK_MAX is answered by fakegate (200, or
+ * its JSON 431 just above the cap) and never by libmicrohttpd's own 431 page; 10 000 held
+ * connections then take ~3x less memory than with the default. Above the cap, libmicrohttpd 0.9.75
+ * answers some sizes with nothing (docs/edge-rules.md "Known limits": a ~250-byte band is closed
+ * without a byte, and up to 10 325 bytes no answer until the idle timeout); a larger pool only
+ * moves those bands up, it does not remove them. */
 #define CONNECTION_POOL_BYTES 10240
 
 /* Transport state of a request, beside the handler's r->phase. One table for all of them:
@@ -160,8 +161,9 @@ static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const cha
         if (!r->idem_key_raw)
             r->idem_key_raw = strdup(value);
     } else if (klen > 15 && strncasecmp(key, "Idempotency-Key", 15) == 0) {
-        /* libmicrohttpd 0.9.75 appends a folded continuation line to the header's name, so a
-         * folded Idempotency-Key arrives as "Idempotency-Key<continuation>" (docs/edge-rules.md §7: 400). */
+        /* libmicrohttpd 0.9.75 appends a folded continuation line to the header's name, so a folded
+         * Idempotency-Key arrives as "Idempotency-Key<continuation>" (docs/edge-rules.md §7: 400).
+         */
         r->idem_key_count++;
         r->idem_key_folded = true;
     } else if (HEADER_IS(key, klen, "TossPayments-Test-Code")) {

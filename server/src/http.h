@@ -12,11 +12,11 @@
 struct http_server;
 struct gateway;
 
-/* Start listening on cfg->host:cfg->port (0 = a free port) with cfg->threads libmicrohttpd
- * polling threads (epoll) and the timer thread `s` (already started; borrowed), handing every
- * request to the router with `gw` (borrowed; opaque here: passed through libmicrohttpd's
- * closure arguments). `trace_salt` makes trace ids differ between processes. Returns the server, or NULL with a message in err (e.g. "127.0.0.1:8080:
- * Address already in use"). Thread: main. */
+/* Start listening on cfg->host:cfg->port (0 = a free port) with cfg->threads libmicrohttpd polling
+ * threads (epoll) and the timer thread `s` (already started; borrowed), handing every request to
+ * the router with `gw` (borrowed; opaque here: passed through libmicrohttpd's closure arguments).
+ * `trace_salt` makes trace ids differ between processes. Returns the server, or NULL with a message
+ * in err (e.g. "127.0.0.1:8080: Address already in use"). Thread: main. */
 struct http_server *http_start(const struct config *cfg, struct sched *s, struct gateway *gw,
                                uint64_t trace_salt, char *err, size_t err_len);
 

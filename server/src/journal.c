@@ -210,9 +210,9 @@ void journal_free_copy(struct journal_entry *v, size_t n)
 }
 
 /* Append s to b with bytes that are not valid UTF-8, and control characters (and spaces, with
- * escape_space), written as the four characters \xNN (lower-case hex; docs/edge-rules.md §7: never dropped);
- * valid UTF-8 is kept. Stops before `max` output bytes (then appends "..."), never inside an
- * escape or a character. */
+ * escape_space), written as the four characters \xNN (lower-case hex; docs/edge-rules.md §7: never
+ * dropped); valid UTF-8 is kept. Stops before `max` output bytes (then appends "..."), never inside
+ * an escape or a character. */
 static void escape_bytes(struct buf *b, const char *s, size_t max, bool escape_space)
 {
     size_t start = b->len;

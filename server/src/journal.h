@@ -1,8 +1,8 @@
-/* journal.h -- the request journal (docs/admin.md §5 GET /__admin/requests): a ring buffer of the last
- * N requests, each written when it arrives and completed when it ends, so a held request shows
- * as pending. It is also what the retry-behaviour report (report.c) reads. Thread-safe: ids
- * come from an atomic counter and each ring slot has its own mutex, so two workers writing
- * different requests never wait for each other; entries are copied out, never borrowed. */
+/* journal.h -- the request journal (docs/admin.md §5 GET /__admin/requests): a ring buffer of the
+ * last N requests, each written when it arrives and completed when it ends, so a held request shows
+ * as pending. It is also what the retry-behaviour report (report.c) reads. Thread-safe: ids come
+ * from an atomic counter and each ring slot has its own mutex, so two workers writing different
+ * requests never wait for each other; entries are copied out, never borrowed. */
 #ifndef FAKEGATE_JOURNAL_H
 #define FAKEGATE_JOURNAL_H
 
@@ -79,7 +79,8 @@ void journal_update(struct journal *j, uint64_t id, const struct journal_entry *
 struct journal_entry *journal_copy(struct journal *j, size_t limit, size_t *n);
 void journal_free_copy(struct journal_entry *v, size_t n);
 
-/* Render entries as {"requests":[...]} (docs/admin.md §5 shape). Non-UTF-8 bytes are escaped as \xNN. */
+/* Render entries as {"requests":[...]} (docs/admin.md §5 shape). Non-UTF-8 bytes are escaped as
+ * \xNN. */
 void journal_render(struct buf *b, const struct journal_entry *v, size_t n);
 
 /* One access-log line for entry e (docs/cli.md §1 --log): time, method, path, route, orderId,

@@ -1,7 +1,8 @@
-/* ledger.h -- payments and their transactions: fakegate's ground truth (docs/api.md §2, docs/admin.md §5).
- * Pure data, no I/O, no lock: the gateway's store lock guards every call. A payment is created
- * IN_PROGRESS when its first valid confirm arrives (or a session is registered) and changes
- * status only through ledger_* calls, so `charges` counts real approvals: never more than 1. */
+/* ledger.h -- payments and their transactions: fakegate's ground truth (docs/api.md §2,
+ * docs/admin.md §5). Pure data, no I/O, no lock: the gateway's store lock guards every call. A
+ * payment is created IN_PROGRESS when its first valid confirm arrives (or a session is registered)
+ * and changes status only through ledger_* calls, so `charges` counts real approvals: never more
+ * than 1. */
 #ifndef FAKEGATE_LEDGER_H
 #define FAKEGATE_LEDGER_H
 
@@ -98,14 +99,15 @@ struct payment *ledger_create(struct ledger *l, const char *payment_key, const c
 int ledger_approve(struct ledger *l, struct payment *p, int64_t now_us);
 
 /* Record a cancel of `amount` (1 <= amount <= balance; the caller has checked the rules of
- * docs/edge-rules.md §7): balance drops, status becomes CANCELED at 0 else PARTIAL_CANCELED, a transaction
- * row is added. `reason` is copied. Returns 0, or -1 on out of memory or at UINT32_MAX rows
- * (payment unchanged). */
+ * docs/edge-rules.md §7): balance drops, status becomes CANCELED at 0 else PARTIAL_CANCELED, a
+ * transaction row is added. `reason` is copied. Returns 0, or -1 on out of memory or at UINT32_MAX
+ * rows (payment unchanged). */
 int ledger_cancel(struct ledger *l, struct payment *p, int64_t amount, const char *reason,
                   int64_t now_us);
 
-/* Expire `p` if it is IN_PROGRESS, not being processed, and older than ttl_us at now_us (docs/api.md
- * §2.1 sessions). Returns true if it is EXPIRED now (whether by this call or before). */
+/* Expire `p` if it is IN_PROGRESS, not being processed, and older than ttl_us at now_us
+ * (docs/api.md §2.1 sessions). Returns true if it is EXPIRED now (whether by this call or before).
+ */
 bool ledger_expire_if_stale(struct payment *p, int64_t now_us, int64_t ttl_us);
 
 /* Index in l->txs of the transaction whose key is `tx_key` (NUL-terminated), or -1 when no row

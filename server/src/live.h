@@ -1,8 +1,8 @@
-/* live.h -- the applied profile and its mutable state (docs/profiles.md §4, docs/admin.md §5): token buckets and fault
- * `times` budgets (fresh each time a profile is applied), the schedule clock, the per-route
- * in-flight counts with their peaks, and the attempt counters per (route, identity).
- * Thread-safe: buckets under the live's lock, budgets and in-flight counts atomic, attempts
- * under their own lock. */
+/* live.h -- the applied profile and its mutable state (docs/profiles.md §4, docs/admin.md §5):
+ * token buckets and fault `times` budgets (fresh each time a profile is applied), the schedule
+ * clock, the per-route in-flight counts with their peaks, and the attempt counters per (route,
+ * identity). Thread-safe: buckets under the live's lock, budgets and in-flight counts atomic,
+ * attempts under their own lock. */
 #ifndef FAKEGATE_LIVE_H
 #define FAKEGATE_LIVE_H
 

@@ -1,6 +1,6 @@
-/* main.c -- fakegate's entry point: argv and FAKEGATE_* environment → config (flags win),
- * the profile, signals (blocked in every thread, taken with sigwait here), start, the ready
- * line and port file, and the orderly stop. Exit codes (docs/cli.md §1): 0 clean shutdown, 2 usage or
+/* main.c -- fakegate's entry point: argv and FAKEGATE_* environment → config (flags win), the
+ * profile, signals (blocked in every thread, taken with sigwait here), start, the ready line and
+ * port file, and the orderly stop. Exit codes (docs/cli.md §1): 0 clean shutdown, 2 usage or
  * configuration error, 1 runtime failure. */
 #define _GNU_SOURCE
 #include <errno.h>

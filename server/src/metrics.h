@@ -1,6 +1,6 @@
-/* metrics.h -- counters and the Prometheus text exposition (docs/admin.md §5 GET /metrics, docs/edge-rules.md §7
- * "Metrics"). Counters are atomics, so any thread may count; rendering reads them without a
- * lock (each value is exact, the set is not a snapshot). */
+/* metrics.h -- counters and the Prometheus text exposition (docs/admin.md §5 GET /metrics,
+ * docs/edge-rules.md §7 "Metrics"). Counters are atomics, so any thread may count; rendering reads
+ * them without a lock (each value is exact, the set is not a snapshot). */
 #ifndef FAKEGATE_METRICS_H
 #define FAKEGATE_METRICS_H
 

@@ -21,7 +21,8 @@ enum handler_result payments_confirm(struct gateway *g, struct request *r);
 
 /* GET /v1/payments/{paymentKey} (r->kind RK_GET_PAYMENT), GET /v1/payments/orders/{orderId}
  * (RK_GET_ORDER; r->path_param holds the key) and GET /v1/transactions (RK_TRANSACTIONS,
- * docs/edge-rules.md §7 rules), after the read route's latency. H_RESPOND or H_HOLD. Thread: worker. */
+ * docs/edge-rules.md §7 rules), after the read route's latency. H_RESPOND or H_HOLD. Thread:
+ * worker. */
 enum handler_result payments_read(struct gateway *g, struct request *r);
 
 /* The plan's next step at r->hold_until_ns: leave the queue (claim, or 409 / replay /
@@ -31,8 +32,8 @@ enum handler_result payments_read(struct gateway *g, struct request *r);
 enum handler_result payments_on_deadline(struct gateway *g, struct request *r, bool draining);
 
 /* POST /v1/payments/{paymentKey}/cancel (r->path_param): {cancelReason, cancelAmount?,
- * refundableAmount?}. Idempotency as for confirm; the checks of docs/edge-rules.md §7 run at the commit,
- * after the cancel route's latency. H_RESPOND or H_HOLD. Thread: worker. */
+ * refundableAmount?}. Idempotency as for confirm; the checks of docs/edge-rules.md §7 run at the
+ * commit, after the cancel route's latency. H_RESPOND or H_HOLD. Thread: worker. */
 enum handler_result payments_cancel(struct gateway *g, struct request *r);
 
 /* POST /__admin/sessions {orderId, amount, paymentKey?, orderName?}: registers a payment in

@@ -1,8 +1,8 @@
-/* profile.c -- profile JSON → struct profile, validated (docs/profiles.md §4): the entry points, the top
- * level (name, seed, idempotency, routes) and schedules; one route's settings are
- * profile_route.c's, the path and the messages profile_ctx.c's. Nothing is returned half-built:
- * on error *out is NULL. Schedules nest one level only: a phase's profile is never a schedule,
- * and a parse started by a resolver may not resolve further (no cycles). */
+/* profile.c -- profile JSON → struct profile, validated (docs/profiles.md §4): the entry points,
+ * the top level (name, seed, idempotency, routes) and schedules; one route's settings are
+ * profile_route.c's, the path and the messages profile_ctx.c's. Nothing is returned half-built: on
+ * error *out is NULL. Schedules nest one level only: a phase's profile is never a schedule, and a
+ * parse started by a resolver may not resolve further (no cycles). */
 #define _POSIX_C_SOURCE 200809L
 #include "profile.h"
 

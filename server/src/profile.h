@@ -1,7 +1,8 @@
-/* profile.h -- a profile: the named set of behaviours fakegate applies per route (docs/profiles.md §4).
- * profile.c (with profile_route.c and profile_ctx.c) turns profile JSON into these plain structs
- * and validates it; every rejection names the place as `origin:line:column: message` (column in
- * characters). A parsed profile is immutable and may be shared by threads without locks. */
+/* profile.h -- a profile: the named set of behaviours fakegate applies per route (docs/profiles.md
+ * §4). profile.c (with profile_route.c and profile_ctx.c) turns profile JSON into these plain
+ * structs and validates it; every rejection names the place as `origin:line:column: message`
+ * (column in characters). A parsed profile is immutable and may be shared by threads without locks.
+ */
 #ifndef FAKEGATE_PROFILE_H
 #define FAKEGATE_PROFILE_H
 
@@ -139,12 +140,12 @@ typedef int (*profile_resolver)(const char *name, struct profile **out, char err
 int profile_parse(const char *text, size_t len, const char *origin, profile_resolver resolve,
                   void *resolve_ctx, struct profile **out, char err[ERR_LEN]);
 
-/* Parse one fault object as a profile's faults list holds it (`fault_json`, `len` bytes), into
- * a profile whose default route has that fault only and no other setting: the
- * X-Fakegate-Fault header (docs/profiles.md §4) is validated by the same rules as a profile. Returns 0 and
- * sets *out (caller owns it), or -1 with *out NULL and a message in err that names fields from
- * inside the fault and carries no position ("how: expected ...", "missing \"code\""): the
- * client wrote a header, not this JSON. Thread: any. */
+/* Parse one fault object as a profile's faults list holds it (`fault_json`, `len` bytes), into a
+ * profile whose default route has that fault only and no other setting: the X-Fakegate-Fault header
+ * (docs/profiles.md §4) is validated by the same rules as a profile. Returns 0 and sets *out
+ * (caller owns it), or -1 with *out NULL and a message in err that names fields from inside the
+ * fault and carries no position ("how: expected ...", "missing \"code\""): the client wrote a
+ * header, not this JSON. Thread: any. */
 int profile_parse_fault(const char *fault_json, size_t len, struct profile **out,
                         char err[ERR_LEN]);
 

@@ -1,7 +1,7 @@
-/* profile_route.c -- one route of a profile (docs/profiles.md §4), validated into a struct route_profile:
- * latency distributions (mixtures one level deep), faults (with the per-attempt sum of their
- * probabilities kept <= 1), throttle, concurrency, and the Retry-After header an error fault
- * or a throttle may send. Failures go through the shared context (profile_ctx.h). */
+/* profile_route.c -- one route of a profile (docs/profiles.md §4), validated into a struct
+ * route_profile: latency distributions (mixtures one level deep), faults (with the per-attempt sum
+ * of their probabilities kept <= 1), throttle, concurrency, and the Retry-After header an error
+ * fault or a throttle may send. Failures go through the shared context (profile_ctx.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "profile_route.h"
 
@@ -409,8 +409,9 @@ static int parse_fault(struct pctx *c, json_t *obj, struct fault *f)
     return 0;
 }
 
-/* Running sums of p over a route's faults as they are added, per attempt: docs/profiles.md §4 draws against
- * the faults eligible for the attempt, so each attempt's sum, not the route's, must stay <= 1. */
+/* Running sums of p over a route's faults as they are added, per attempt: docs/profiles.md §4 draws
+ * against the faults eligible for the attempt, so each attempt's sum, not the route's, must stay <=
+ * 1. */
 struct p_sums {
     double any;        /* faults without "attempts", eligible on every attempt */
     uint32_t *attempt; /* each attempt number some fault names... */
@@ -557,8 +558,9 @@ static int parse_throttle(struct pctx *c, json_t *obj, struct throttle *t)
     t->retry_after = (struct retry_after){.format = RA_SECONDS, .is_auto = true};
     if (get_retry_after(c, obj, &t->retry_after) < 0 || pctx_get_body(c, obj, &t->body) < 0)
         return -1;
-    /* An "auto" Retry-After must be honest (docs/profiles.md §4: a client that comes back exactly when told
-     * is admitted); with none, a fixed value or raw, the profile's author chose what to say. */
+    /* An "auto" Retry-After must be honest (docs/profiles.md §4: a client that comes back exactly
+     * when told is admitted); with none, a fixed value or raw, the profile's author chose what to
+     * say. */
     if (t->kind == THROTTLE_WINDOW && t->retry_after.is_auto &&
         t->retry_after.format != RA_NONE && t->retry_after.format != RA_RAW &&
         t->throttled_s < t->period_s && !window_retry_reachable(t)) {

@@ -1,6 +1,6 @@
-/* profile_route.h -- one route's settings in a profile (docs/profiles.md §4): its latency distributions,
- * faults, throttle and concurrency cap, validated by profile_route.c for profile.c. Not used
- * outside the profile parser. */
+/* profile_route.h -- one route's settings in a profile (docs/profiles.md §4): its latency
+ * distributions, faults, throttle and concurrency cap, validated by profile_route.c for profile.c.
+ * Not used outside the profile parser. */
 #ifndef FAKEGATE_PROFILE_ROUTE_H
 #define FAKEGATE_PROFILE_ROUTE_H
 

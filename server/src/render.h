@@ -17,8 +17,8 @@
 void render_payment(struct buf *b, const struct ledger *l, const char *mid,
                     const struct payment *p, uint32_t view_cancels, enum pay_status view_status);
 
-/* One row of GET /v1/transactions (docs/api.md §2.2, docs/edge-rules.md §7): an approval has status DONE and the
- * payment's total; a cancel has its cancelAmount and the payment's status after it. */
+/* One row of GET /v1/transactions (docs/api.md §2.2, docs/edge-rules.md §7): an approval has status
+ * DONE and the payment's total; a cancel has its cancelAmount and the payment's status after it. */
 void render_transaction(struct buf *b, const struct ledger *l, const char *mid,
                         const struct ledger_tx *tx);
 

@@ -1,6 +1,7 @@
 /* report.c -- the retry-behaviour report (see report.h). A request's identity is its
- * Idempotency-Key, else its orderId, else its paymentKey (docs/profiles.md §4), per route. A failure event
- * is a run of 5xx / 429 / dropped answers on a route with no success between them (docs/admin.md §5). */
+ * Idempotency-Key, else its orderId, else its paymentKey (docs/profiles.md §4), per route. A
+ * failure event is a run of 5xx / 429 / dropped answers on a route with no success between them
+ * (docs/admin.md §5). */
 #include "report.h"
 
 #include <stdbool.h>

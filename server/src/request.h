@@ -54,7 +54,8 @@ enum req_phase {
     PH_SENT
 };
 
-/* How the response reaches the wire (docs/profiles.md §4 faults): whole, or lost in one of these ways. */
+/* How the response reaches the wire (docs/profiles.md §4 faults): whole, or lost in one of these
+ * ways. */
 enum wire {
     WIRE_NORMAL = 0,
     WIRE_CLOSE,     /* FIN, no bytes */

@@ -1,7 +1,7 @@
-/* rng.h -- seeded pseudo-random numbers and latency distributions.
- * Pure: no I/O, no global state. Every random decision about a request is drawn from a generator
- * seeded by (seed, route, identity, attempt) so that a run is reproducible whatever the
- * concurrency (docs/profiles.md §4 "Determinism"). Generator: xoshiro256** seeded through splitmix64. */
+/* rng.h -- seeded pseudo-random numbers and latency distributions. Pure: no I/O, no global state.
+ * Every random decision about a request is drawn from a generator seeded by (seed, route, identity,
+ * attempt) so that a run is reproducible whatever the concurrency (docs/profiles.md §4
+ * "Determinism"). Generator: xoshiro256** seeded through splitmix64. */
 #ifndef FAKEGATE_RNG_H
 #define FAKEGATE_RNG_H
 
@@ -45,8 +45,8 @@ double rng_uniform01(struct rng *r);
 /* Standard normal deviate (mean 0, stddev 1). */
 double rng_normal(struct rng *r);
 
-/* A latency distribution as a profile describes it (docs/profiles.md §4 "Latency dist"). All values in ms.
- * DIST_NONE means "no latency" (0 ms); it is what an absent latency object becomes. */
+/* A latency distribution as a profile describes it (docs/profiles.md §4 "Latency dist"). All values
+ * in ms. DIST_NONE means "no latency" (0 ms); it is what an absent latency object becomes. */
 enum dist_kind {
     DIST_NONE = 0,
     DIST_FIXED,       /* a = ms */

@@ -1,8 +1,8 @@
-/* sched.h -- a min-heap of deadlines and one timer thread (docs/profiles.md §4: latency is served without
- * holding a thread). At each deadline the thread calls the entry's `fire` callback outside the
- * heap's lock; the callback carries out the request's state change and resumes its connection.
- * sched_drain fires every pending entry at once with draining = true and refuses new entries,
- * so a stopping server never holds a suspended connection. */
+/* sched.h -- a min-heap of deadlines and one timer thread (docs/profiles.md §4: latency is served
+ * without holding a thread). At each deadline the thread calls the entry's `fire` callback outside
+ * the heap's lock; the callback carries out the request's state change and resumes its connection.
+ * sched_drain fires every pending entry at once with draining = true and refuses new entries, so a
+ * stopping server never holds a suspended connection. */
 #ifndef FAKEGATE_SCHED_H
 #define FAKEGATE_SCHED_H
 

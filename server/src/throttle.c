@@ -42,10 +42,10 @@ bool window_throttled(const struct throttle *t, int64_t since_ns, double *wait_s
         phase += t->period_s;
     if (phase >= t->throttled_s)
         return false;
-    /* Announce a whole number of seconds that lands in an open part (docs/profiles.md §4: a client that
-     * comes back exactly when told is admitted): with an open part under 1 s the end of this
-     * window rounded up may fall into the next window. The parser rejects windows where no
-     * whole second ever lands outside (a period dividing 1 s). */
+    /* Announce a whole number of seconds that lands in an open part (docs/profiles.md §4: a client
+     * that comes back exactly when told is admitted): with an open part under 1 s the end of this
+     * window rounded up may fall into the next window. The parser rejects windows where no whole
+     * second ever lands outside (a period dividing 1 s). */
     double end = t->throttled_s - phase;
     if (t->throttled_s >= t->period_s - 1e-9) { /* no open part: closed for good */
         *wait_s = end;

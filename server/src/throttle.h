@@ -1,6 +1,6 @@
-/* throttle.h -- token buckets, periodic throttle windows and Retry-After arithmetic (docs/profiles.md §4
- * "Throttle"). Pure: time is passed in (monotonic ns), no locks; the caller (live.c) guards a
- * bucket with its lock. */
+/* throttle.h -- token buckets, periodic throttle windows and Retry-After arithmetic
+ * (docs/profiles.md §4 "Throttle"). Pure: time is passed in (monotonic ns), no locks; the caller
+ * (live.c) guards a bucket with its lock. */
 #ifndef FAKEGATE_THROTTLE_H
 #define FAKEGATE_THROTTLE_H
 

@@ -1,10 +1,10 @@
-/* check_override.c -- unit tests for override.c, the per-request override headers (docs/profiles.md §4):
- * the X-Fakegate-Fault grammar ("kind; key=value; ...", the kind first, p defaulting to 1,
- * attempts as "1,3", retry_after as seconds, auto or a format) turned into a profile whose
- * default route has exactly that fault, each accepted form checked field by field, each rejected
- * form checked for its exact message (the header's own grammar errors, and the profile
- * validator's, prefixed "X-Fakegate-Fault: "); and X-Fakegate-Latency-Ms, a plain decimal number
- * of ms in 0 .. 86 400 000, with its exact message for everything else. */
+/* check_override.c -- unit tests for override.c, the per-request override headers (docs/profiles.md
+ * §4): the X-Fakegate-Fault grammar ("kind; key=value; ...", the kind first, p defaulting to 1,
+ * attempts as "1,3", retry_after as seconds, auto or a format) turned into a profile whose default
+ * route has exactly that fault, each accepted form checked field by field, each rejected form
+ * checked for its exact message (the header's own grammar errors, and the profile validator's,
+ * prefixed "X-Fakegate-Fault: "); and X-Fakegate-Latency-Ms, a plain decimal number of ms in 0 ..
+ * 86 400 000, with its exact message for everything else. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -263,9 +263,9 @@ START_TEST(test_window_with_an_open_part_of_1_s_or_more_admits_a_client_at_retry
 }
 END_TEST
 
-/* docs/profiles.md §4 says "A client that comes back exactly when told is admitted". Retry-After has whole
- * seconds, so with an open part shorter than 1 s the rounded-up wait can land in the next closed
- * part: with period 1 s it lands on the very same phase one period later. This pins what
+/* docs/profiles.md §4 says "A client that comes back exactly when told is admitted". Retry-After
+ * has whole seconds, so with an open part shorter than 1 s the rounded-up wait can land in the next
+ * closed part: with period 1 s it lands on the very same phase one period later. This pins what
  * window_throttled + retry_after_ceil do today (reported as a violation of docs/profiles.md §4). */
 START_TEST(test_window_with_a_sub_second_open_part_announces_a_retry_after_that_is_admitted)
 {

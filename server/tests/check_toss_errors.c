@@ -1,5 +1,5 @@
-/* check_toss_errors.c -- unit tests for the error-code table: every entry is found, the table
- * is strictly sorted (toss_error_find is a bsearch), every docs/api.md §2.4 code is present with its
+/* check_toss_errors.c -- unit tests for the error-code table: every entry is found, the table is
+ * strictly sorted (toss_error_find is a bsearch), every docs/api.md §2.4 code is present with its
  * status, Toss's exact idempotency wordings, ASCII English messages, unknown codes → NULL. */
 #include <check.h>
 #include <stdbool.h>
