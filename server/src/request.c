@@ -56,6 +56,7 @@ void request_respond(struct request *r, int status, char *body, size_t len)
     r->resp.code = NULL;
     r->resp.retry_after[0] = '\0';
     r->resp.retry_after_s = 0;
+    r->resp.internal = false;
     r->phase = PH_RESPOND;
 }
 

@@ -22,30 +22,37 @@ static enum handler_result admin_profile(struct gateway *g, struct request *r)
     return r->method == HM_PUT ? admin_put_profile(g, r) : admin_get_profile(g, r);
 }
 
+/* Rows are tried in order. A path that matches a row's pattern is answered by the row with its
+ * method; when none has it, later rows with other patterns are tried too ("/v1/payments/confirm"
+ * with GET reads the payment whose key is "confirm"), unless the row says `last`: a path under
+ * /v1/payments/orders/ is an order read and nothing else, so POST .../orders/cancel is 405, not
+ * a cancel of a payment called "orders". */
 static const struct route_row {
     const char *pattern;
     enum http_method method;
     enum route_kind kind;
     enum route_id route;
     handler_fn handler;
+    bool last;
 } routes[] = {
-    {"/healthz", HM_GET, RK_HEALTH, ROUTE_DEFAULT, admin_health},
-    {"/healthz", HM_HEAD, RK_HEALTH, ROUTE_DEFAULT, admin_health},
-    {"/__admin/health", HM_GET, RK_HEALTH, ROUTE_DEFAULT, admin_health},
-    {"/__admin/health", HM_HEAD, RK_HEALTH, ROUTE_DEFAULT, admin_health},
-    {"/__admin/payments", HM_GET, RK_ADMIN_PAYMENTS, ROUTE_DEFAULT, admin_payments},
-    {"/__admin/profile", HM_GET, RK_ADMIN_PROFILE, ROUTE_DEFAULT, admin_profile},
-    {"/__admin/profile", HM_PUT, RK_ADMIN_PROFILE, ROUTE_DEFAULT, admin_profile},
-    {"/__admin/reset", HM_POST, RK_ADMIN_RESET, ROUTE_DEFAULT, admin_reset},
-    {"/__admin/requests", HM_GET, RK_ADMIN_REQUESTS, ROUTE_DEFAULT, admin_requests},
-    {"/__admin/report", HM_GET, RK_ADMIN_REPORT, ROUTE_DEFAULT, admin_report},
-    {"/__admin/sessions", HM_POST, RK_ADMIN_SESSIONS, ROUTE_DEFAULT, payments_register_session},
-    {"/metrics", HM_GET, RK_METRICS, ROUTE_DEFAULT, admin_metrics},
-    {"/v1/transactions", HM_GET, RK_TRANSACTIONS, ROUTE_READ, payments_read},
-    {"/v1/payments/confirm", HM_POST, RK_CONFIRM, ROUTE_CONFIRM, payments_confirm},
-    {"/v1/payments/orders/*", HM_GET, RK_GET_ORDER, ROUTE_READ, payments_read},
-    {"/v1/payments/*/cancel", HM_POST, RK_CANCEL, ROUTE_CANCEL, payments_cancel},
-    {"/v1/payments/*", HM_GET, RK_GET_PAYMENT, ROUTE_READ, payments_read},
+    {"/healthz", HM_GET, RK_HEALTH, ROUTE_DEFAULT, admin_health, false},
+    {"/healthz", HM_HEAD, RK_HEALTH, ROUTE_DEFAULT, admin_health, false},
+    {"/__admin/health", HM_GET, RK_HEALTH, ROUTE_DEFAULT, admin_health, false},
+    {"/__admin/health", HM_HEAD, RK_HEALTH, ROUTE_DEFAULT, admin_health, false},
+    {"/__admin/payments", HM_GET, RK_ADMIN_PAYMENTS, ROUTE_DEFAULT, admin_payments, false},
+    {"/__admin/profile", HM_GET, RK_ADMIN_PROFILE, ROUTE_DEFAULT, admin_profile, false},
+    {"/__admin/profile", HM_PUT, RK_ADMIN_PROFILE, ROUTE_DEFAULT, admin_profile, false},
+    {"/__admin/reset", HM_POST, RK_ADMIN_RESET, ROUTE_DEFAULT, admin_reset, false},
+    {"/__admin/requests", HM_GET, RK_ADMIN_REQUESTS, ROUTE_DEFAULT, admin_requests, false},
+    {"/__admin/report", HM_GET, RK_ADMIN_REPORT, ROUTE_DEFAULT, admin_report, false},
+    {"/__admin/sessions", HM_POST, RK_ADMIN_SESSIONS, ROUTE_DEFAULT, payments_register_session,
+     false},
+    {"/metrics", HM_GET, RK_METRICS, ROUTE_DEFAULT, admin_metrics, false},
+    {"/v1/transactions", HM_GET, RK_TRANSACTIONS, ROUTE_READ, payments_read, false},
+    {"/v1/payments/confirm", HM_POST, RK_CONFIRM, ROUTE_CONFIRM, payments_confirm, false},
+    {"/v1/payments/orders/*", HM_GET, RK_GET_ORDER, ROUTE_READ, payments_read, true},
+    {"/v1/payments/*/cancel", HM_POST, RK_CANCEL, ROUTE_CANCEL, payments_cancel, false},
+    {"/v1/payments/*", HM_GET, RK_GET_PAYMENT, ROUTE_READ, payments_read, false},
 };
 #define N_ROUTES (sizeof routes / sizeof routes[0])
 
@@ -120,6 +127,8 @@ enum route_found router_match(enum http_method method, const char *path, const c
             continue;
         if (routes[i].method != method) {
             methods |= 1u << routes[i].method;
+            if (routes[i].last)
+                break;
             continue;
         }
         *out = (struct route_match){.kind = routes[i].kind, .route = routes[i].route,
@@ -181,21 +190,29 @@ static enum handler_result leave(struct gateway *g, struct request *r, enum hand
     return h;
 }
 
-enum handler_result router_on_headers(struct gateway *g, struct request *r)
+/* The header checks in order; true when the request may go on to its body. */
+static bool headers_admitted(struct gateway *g, struct request *r)
 {
-    bool admin = r->path && is_admin_path(r->path);
-    if (admin && !admit_admin(g, r))
-        return H_RESPOND;
-    bool ok = admit_framing(r) && route(r);
-    if (!admin)
-        observe_arrival(g, r);
-    if (!ok)
-        return H_RESPOND;
+    if (!admit_framing(r) || !route(r))
+        return false;
     if (!is_v1(r->kind))
         r->route = ROUTE_DEFAULT;
     else if (!admit_gateway(g, r))
-        return H_RESPOND;
-    return admit_body_size(g, r) ? H_CONTINUE : H_RESPOND;
+        return false;
+    return admit_body_size(g, r);
+}
+
+enum handler_result router_on_headers(struct gateway *g, struct request *r)
+{
+    if (r->path && is_admin_path(r->path))
+        return admit_admin(g, r) && headers_admitted(g, r) ? H_CONTINUE : H_RESPOND;
+    bool ok = headers_admitted(g, r);
+    /* Journaled after admission stamped the reset generation: a reset that lands during
+     * admission then either overtakes the request (it is answered 500, not counted) or comes
+     * before its entry -- never empties the journal under an entry of a request that runs in
+     * the new generation. */
+    observe_arrival(g, r);
+    return ok ? H_CONTINUE : H_RESPOND;
 }
 
 enum handler_result router_on_body(struct gateway *g, struct request *r)

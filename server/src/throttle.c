@@ -5,6 +5,8 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "common.h"
@@ -96,6 +98,11 @@ uint32_t retry_after_ceil(double wait_s)
 
 uint32_t retry_after_told_s(const struct retry_after *ra, uint32_t auto_s)
 {
+    if (ra->format == RA_RAW) { /* "30" sent raw reads as 30 s to any client */
+        size_t digits = ra->raw ? strspn(ra->raw, "0123456789") : 0;
+        return digits > 0 && digits < 10 && !ra->raw[digits] ? (uint32_t)strtoul(ra->raw, NULL, 10)
+                                                             : 0;
+    }
     if (ra->format != RA_SECONDS && ra->format != RA_HTTP_DATE)
         return 0;
     return ra->is_auto ? auto_s : ra->seconds;

@@ -47,8 +47,8 @@ bool retry_after_format(const struct retry_after *ra, uint32_t auto_s, int64_t n
                         char *out, size_t len);
 
 /* The whole seconds the Retry-After of `ra` tells a client to wait (`auto_s` for "auto"):
- * its value for the seconds and http-date formats, 0 for none and raw (a raw value means
- * whatever the client makes of it). */
+ * its value for the seconds and http-date formats, a raw value's if it is 1-9 decimal digits,
+ * else 0 (none, or a raw value no client reads as seconds). */
 uint32_t retry_after_told_s(const struct retry_after *ra, uint32_t auto_s);
 
 #endif

@@ -140,6 +140,9 @@ START_TEST(test_wrong_method_gets_405_with_the_paths_methods)
                  {HM_POST, "/v1/payments/pk_1", "GET"},
                  {HM_GET, "/v1/payments/pk_1/cancel", "POST"},
                  {HM_POST, "/v1/payments/orders/o-123456", "GET"},
+                 /* under orders/ a path is an order read only, not a cancel of "orders" */
+                 {HM_POST, "/v1/payments/orders/cancel", "GET"},
+                 {HM_PUT, "/v1/payments/orders/cancel", "GET"},
                  {HM_POST, "/v1/transactions", "GET"},
                  {HM_POST, "/__admin/profile", "GET, PUT"},
                  {HM_GET, "/__admin/reset", "POST"},
