@@ -168,9 +168,11 @@ void report_render(struct buf *b, const struct journal_entry *v, size_t n)
                 if (p->route != 0 || !(same_str(p->order_id, e->order_id) ||
                                        same_str(p->payment_key, e->payment_key)))
                     continue;
+                /* A missing key differs from every key, including another missing one
+                 * (docs/admin.md §5): two keyless confirms are two attempts. */
                 bool same_key = p->idempotency_key && e->idempotency_key &&
                                 strcmp(p->idempotency_key, e->idempotency_key) == 0;
-                if (same_key || (!p->idempotency_key && !e->idempotency_key))
+                if (same_key)
                     continue;
                 bool processing = !p->ended_mono_ns || p->ended_mono_ns > e->arrived_mono_ns;
                 /* Approved by it (whatever answer it got: a drop_response or a commit:true
