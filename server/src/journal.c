@@ -23,10 +23,12 @@ const char *outcome_name(enum outcome o)
     return names[o];
 }
 
+/* enum route_id, then ROUTE_OTHER (profile.h). */
+static const char *const route_labels[] = {"confirm", "cancel", "read", "default", "other"};
+
 static const char *route_label(int r)
 {
-    static const char *const names[] = {"confirm", "cancel", "read", "default"};
-    return r >= 0 && r < 4 ? names[r] : "default";
+    return r >= 0 && r < 5 ? route_labels[r] : "other";
 }
 
 /* A ring slot: the entry, and one reusable buffer per string field, so the request path

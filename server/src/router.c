@@ -186,6 +186,7 @@ enum handler_result router_on_headers(struct gateway *g, struct request *r)
     bool admin = r->path && is_admin_path(r->path);
     if (admin && !admit_admin(g, r))
         return H_RESPOND;
+    r->route = ROUTE_OTHER; /* until route() finds one: a 431 or a framing error has none */
     bool ok = admit_framing(r) && route(r);
     if (!admin)
         observe_arrival(g, r);
