@@ -16,14 +16,29 @@
 #include "render.h"
 #include "report.h"
 
+struct seed_of {
+    const struct gateway *g;
+    uint64_t seed;
+};
+
+static void applied_seed(const struct applied *a, void *ctx)
+{
+    struct seed_of *s = ctx;
+    s->seed = gateway_seed(s->g, a->profile);
+}
+
 enum handler_result admin_health(struct gateway *gw, struct request *r)
 {
     struct buf b;
     buf_init(&b);
     char started[32];
     fmt_kst(gw->started_unix_us, started);
-    buf_addf(&b, "{\"status\":\"ok\",\"pid\":%ld,\"instance\":\"%016llx\",\"started_at\":\"%s\"}",
-             (long)getpid(), (unsigned long long)gw->instance_id, started);
+    struct seed_of s = {gw, gw->seed};
+    gateway_with_applied(gw, applied_seed, &s);
+    buf_addf(&b, "{\"status\":\"ok\",\"pid\":%ld,\"instance\":\"%016llx\",\"started_at\":\"%s\","
+                 "\"seed\":%llu}",
+             (long)getpid(), (unsigned long long)gw->instance_id, started,
+             (unsigned long long)s.seed);
     size_t len;
     char *body = buf_steal(&b, &len);
     if (!body) {
@@ -109,15 +124,22 @@ static enum handler_result respond_buf(struct request *r, int status, struct buf
     return H_RESPOND;
 }
 
+struct describing {
+    const struct gateway *g;
+    struct buf *b;
+};
+
 static void describe_applied(const struct applied *a, void *ctx)
 {
-    struct buf *b = ctx;
+    const struct describing *d = ctx;
+    struct buf *b = d->b;
     const struct live *root = a->live;
     char at[32];
     fmt_kst(a->applied_unix_us, at);
     buf_adds(b, "{\"name\":");
     buf_add_json_strz(b, root->profile->name);
-    buf_addf(b, ",\"applied_at\":\"%s\",\"phase\":", at);
+    buf_addf(b, ",\"applied_at\":\"%s\",\"seed\":%llu,\"phase\":", at,
+             (unsigned long long)gateway_seed(d->g, a->profile));
     if (root->n_phases) {
         int64_t since;
         struct live *cur = live_current(a->live, now_mono_ns(), &since);
@@ -138,7 +160,8 @@ enum handler_result admin_get_profile(struct gateway *g, struct request *r)
 {
     struct buf b;
     buf_init(&b);
-    gateway_with_applied(g, describe_applied, &b);
+    struct describing d = {g, &b};
+    gateway_with_applied(g, describe_applied, &d);
     return respond_buf(r, 200, &b);
 }
 

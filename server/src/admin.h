@@ -6,7 +6,8 @@
 #include "request.h"
 
 /* GET /healthz, GET /__admin/health: {"status":"ok","pid":N,"instance":"<16 hex>",
- * "started_at":"<KST>"}. Always H_RESPOND. Thread: worker. */
+ * "started_at":"<KST>","seed":N} (seed: gateway_seed of the applied profile). Always H_RESPOND.
+ * Thread: worker. */
 enum handler_result admin_health(struct gateway *g, struct request *r);
 
 /* GET /__admin/payments[?orderId=]: {"payments":[{"payment":{...},"confirm_attempts":N,
@@ -14,8 +15,9 @@ enum handler_result admin_health(struct gateway *g, struct request *r);
  * Always H_RESPOND. Thread: worker. */
 enum handler_result admin_payments(struct gateway *g, struct request *r);
 
-/* GET /__admin/profile: {"name", "applied_at", "phase": {index, name, remaining_s} | null,
- * "profile": <the applied profile's JSON>}. Thread: worker. */
+/* GET /__admin/profile: {"name", "applied_at", "seed" (the seed in force: gateway_seed),
+ * "phase": {index, name, remaining_s} | null, "profile": <the applied profile's JSON>}.
+ * Thread: worker. */
 enum handler_result admin_get_profile(struct gateway *g, struct request *r);
 
 /* PUT /__admin/profile: {"name": "slow"} (a shipped or --profiles-dir profile) or a whole

@@ -54,6 +54,11 @@ int gateway_subscribe(struct gateway *g, store_event_fn fn, void *ctx)
     return 0;
 }
 
+uint64_t gateway_seed(const struct gateway *g, const struct profile *p)
+{
+    return !g->cfg->has_seed && p->has_seed ? p->seed : g->seed;
+}
+
 uint64_t gateway_generation(struct gateway *g)
 {
     return __atomic_load_n(&g->generation, __ATOMIC_ACQUIRE);

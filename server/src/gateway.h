@@ -121,6 +121,11 @@ void gateway_reset(struct gateway *g, struct profile *p);
  * (a request body) or memory ran out. Thread: any. */
 char *gateway_profile_file(struct gateway *g, char name[PROFILE_NAME_MAX + 1]);
 
+/* The seed in force for a request planned under profile `p` (docs/profiles.md §4
+ * "Determinism"): --seed, else p's "seed", else the seed at start. A request is stamped with it
+ * at admission; GET /__admin/profile and /healthz show it for the applied profile. Thread: any. */
+uint64_t gateway_seed(const struct gateway *g, const struct profile *p);
+
 /* The state in force for a new request: the active profile's live root. Borrowed. */
 struct live *gateway_live(struct gateway *g);
 
