@@ -240,28 +240,46 @@ enum handler_result admin_reset(struct gateway *g, struct request *r)
     return admin_get_profile(g, r);
 }
 
+#define MAX_FILTERS 16 /* more parameters than there are filters: one is repeated */
+
 enum handler_result admin_requests(struct gateway *g, struct request *r)
 {
-    size_t limit = 10000;
-    char *l = request_query(r, "limit");
-    if (l) {
-        char *end;
-        long v = strtol(l, &end, 10);
-        bool ok = *l && !*end && v >= 1 && v <= 10000;
-        free(l);
-        if (!ok) {
-            request_error(r, "INVALID_REQUEST", "limit: 1 .. 10000");
-            return H_RESPOND;
+    struct journal_filter f = {.route = -1, .status = -1, .outcome = -1};
+    char *values[MAX_FILTERS];
+    size_t n_values = 0;
+    char err[ERR_LEN] = "";
+    /* Every parameter is a filter: a misspelt one must not silently match everything. */
+    for (const char *p = r->query; p && *p && !err[0]; p += strcspn(p, "&"), p += *p == '&') {
+        size_t len = strcspn(p, "=&");
+        if (len == 0)
+            continue;
+        char name[32];
+        snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), p);
+        char *value = n_values < MAX_FILTERS ? request_query(r, name) : NULL;
+        if (!value) {
+            snprintf(err, sizeof err, "%s: %s", name,
+                     n_values < MAX_FILTERS ? "a value is required" : "too many filters");
+            break;
         }
-        limit = (size_t)v;
+        values[n_values++] = value;
+        journal_filter_set(&f, name, value, err, sizeof err);
     }
-    size_t n;
-    struct journal_entry *v = journal_copy(&g->journal, limit, &n);
-    struct buf b;
-    buf_init(&b);
-    journal_render(&b, v, n);
-    journal_free_copy(v, n);
-    return respond_buf(r, 200, &b);
+    enum handler_result h;
+    if (err[0]) {
+        request_error(r, "INVALID_REQUEST", err);
+        h = H_RESPOND;
+    } else {
+        size_t n, total;
+        struct journal_entry *v = journal_copy_filtered(&g->journal, &f, &n, &total);
+        struct buf b;
+        buf_init(&b);
+        journal_render(&b, v, n, total);
+        journal_free_copy(v, n);
+        h = respond_buf(r, 200, &b);
+    }
+    for (size_t i = 0; i < n_values; i++)
+        free(values[i]);
+    return h;
 }
 
 enum handler_result admin_metrics(struct gateway *g, struct request *r)

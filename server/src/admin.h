@@ -30,7 +30,11 @@ enum handler_result admin_put_profile(struct gateway *g, struct request *r);
  * profile if any. Answers like GET /__admin/profile. Thread: worker. */
 enum handler_result admin_reset(struct gateway *g, struct request *r);
 
-/* GET /__admin/requests[?limit=N] (1..10000): the journal, newest last. Thread: worker. */
+/* GET /__admin/requests[?orderId=&paymentKey=&idempotencyKey=&route=&status=&outcome=
+ * &since_id=&limit=]: the journal entries that match every filter given, newest last, as
+ * {"requests":[...],"total":N} (N: the matches still in the ring; requests: the newest `limit`
+ * of them). An unknown parameter or an invalid value → 400 INVALID_REQUEST naming it
+ * (journal_filter_set). Always H_RESPOND. Thread: worker. */
 enum handler_result admin_requests(struct gateway *g, struct request *r);
 
 /* GET /metrics: Prometheus text format 0.0.4. Thread: worker. */

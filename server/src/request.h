@@ -80,6 +80,8 @@ struct response {
                               is stopping, memory ran out): no way-out fault applies to it */
     enum wire wire;
     double wire_ms;        /* WIRE_HANG, WIRE_DRIP */
+    char trace_id[33];     /* the x-tosspayments-trace-id it was sent with (http.c, at send
+                              time); "" when nothing was sent */
 };
 
 /* What admission (admit.c) decided and keeps for the handlers. */
