@@ -294,11 +294,8 @@ enum handler_result admin_metrics(struct gateway *g, struct request *r)
 
 enum handler_result admin_report(struct gateway *g, struct request *r)
 {
-    size_t n;
-    struct journal_entry *v = journal_copy(&g->journal, SIZE_MAX, &n);
     struct buf b;
     buf_init(&b);
-    report_render(&b, v, n);
-    journal_free_copy(v, n);
+    report_render_state(&g->report, &b);
     return respond_buf(r, 200, &b);
 }

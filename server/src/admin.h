@@ -40,7 +40,9 @@ enum handler_result admin_requests(struct gateway *g, struct request *r);
 /* GET /metrics: Prometheus text format 0.0.4. Thread: worker. */
 enum handler_result admin_metrics(struct gateway *g, struct request *r);
 
-/* GET /__admin/report: retry-behaviour findings from the journal (report.h). Thread: worker. */
+/* GET /__admin/report: the retry-behaviour findings over every gateway request since the last
+ * reset, with judged_requests, complete [, reason] and since (report_render_state). Always
+ * H_RESPOND. Thread: worker. */
 enum handler_result admin_report(struct gateway *g, struct request *r);
 
 #endif

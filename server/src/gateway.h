@@ -16,6 +16,7 @@
 #include "live.h"
 #include "metrics.h"
 #include "profile.h"
+#include "report.h"
 #include "store.h"
 
 struct request;
@@ -39,6 +40,7 @@ struct gateway {
                                       arrived under */
     struct flight flight;          /* in-flight counts per route */
     struct journal journal;        /* the last 10 000 gateway requests */
+    struct report report;          /* every gateway request since the last reset, judged */
     struct metrics metrics;
     uint64_t generation;           /* bumped by reset, under the store lock (an atomic store,
                                       so gateway_generation may read it without) */

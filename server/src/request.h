@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "journal.h"
 #include "profile.h"
+#include "report.h"
 
 struct live;
 
@@ -112,6 +113,7 @@ struct observe_state {
     int64_t sent_ns;       /* monotonic: the answer was handed to libmicrohttpd (http.c) */
     bool client_gone;      /* the client had closed its side before the answer was sent
                               (http.c) */
+    struct report_mark report; /* its steps through the report (report.c) */
 };
 
 struct idem_record;
