@@ -13,13 +13,15 @@
 #
 # Environment: BENCH_DURATION (seconds per throughput run, default 10), BENCH_OUT_DIR (where
 # results.json and BENCHMARKS.md go, default: the repository), BENCH_PAYMENTS (payments for the
-# memory scenario, default 1000000), BENCH_KEEP=1 keeps the temp dir.
+# memory scenario, default 1000000), BENCH_ID_PAYMENTS (confirms for each run of the
+# memory-per-identity scenario, default 300000), BENCH_KEEP=1 keeps the temp dir.
 set -u -o pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FG_SRC=${1:-$ROOT/build/fakegate}
 DUR=${BENCH_DURATION:-10}
 PAYMENTS=${BENCH_PAYMENTS:-1000000}
+ID_PAYMENTS=${BENCH_ID_PAYMENTS:-300000}
 OUT_DIR=${BENCH_OUT_DIR:-$ROOT}
 START_S=$(date +%s)
 
@@ -482,6 +484,47 @@ result "5 memory" "RSS growth per stored payment (with its idempotency record)" 
         --arg s "$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b - a}')" \
         '{payments_stored: $n, rss_before_kb: $a, rss_after_kb: $b, hwm_after_kb: $h, seconds: ($s | tonumber),
           note: "nginx stores nothing: no baseline"}')"
+
+# --- 5b. memory per judged identity ---------------------------------------------------------
+# The report keeps state per identity for the whole run (docs/admin.md §5); each confirm with a
+# fresh Idempotency-Key, orderId and paymentKey is 3 identities. Two servers take the same
+# number of such confirms, one with the report's bound at 1 identity (it keeps nearly nothing);
+# the difference in RSS growth, per identity, is what the report costs.
+say "5b. memory per judged identity: $ID_PAYMENTS confirms (3 identities each), report bounded vs not"
+rss_growth() { # NAME [FLAGS] -> "payments kb_growth" on stdout
+    start_fg "$1" "$T/zero.json" "${@:2}"
+    wrk_run "$1_warm" unique_idem 50 1 5 "http://127.0.0.1:$FG_PORT/"
+    sleep 0.2
+    local m0 m1 r0 r1 w
+    m0=$(metric "$FG_PORT" "$DONE_M"); r0=$(proc_kb "$FG_PID" VmRSS)
+    BENCH_MODE=unique_idem BENCH_PREFIX="${RUNID}_$1" BENCH_OUT="$T/$1.json" \
+        wrk -t2 -c50 -d120s --timeout 5s -s "$ROOT/bench/confirm.lua" "http://127.0.0.1:$FG_PORT/" \
+        >"$T/$1.txt" 2>&1 &
+    w=$!
+    PIDS+=("$w")
+    m1=$m0
+    while kill -0 "$w" 2>/dev/null; do
+        sleep 0.5
+        m1=$(metric "$FG_PORT" "$DONE_M")
+        [ "$((${m1:-0} - m0))" -ge "$ID_PAYMENTS" ] && break
+    done
+    stop_pid "$w"
+    sleep 0.3
+    m1=$(metric "$FG_PORT" "$DONE_M"); r1=$(proc_kb "$FG_PID" VmRSS)
+    curl -s "http://127.0.0.1:$FG_PORT/__admin/report" >"$T/$1.report.json"
+    stop_pid "$FG_PID"
+    echo "$((m1 - m0)) $((r1 - r0))"
+}
+read -r ID_N1 ID_KB1 <<<"$(rss_growth ident_on)"
+read -r ID_N0 ID_KB0 <<<"$(rss_growth ident_off --report-max-identities 1)"
+PER_ID=$(awk -v n1="$ID_N1" -v k1="$ID_KB1" -v n0="$ID_N0" -v k0="$ID_KB0" \
+    'BEGIN{ if (n1 && n0) printf "%.0f", (k1 * 1024 / n1 - k0 * 1024 / n0) / 3; else print "" }')
+result "5b identity" "RSS growth per judged identity (report state; 3 identities per confirm)" "bytes" \
+    "$PER_ID" "" lower "" null \
+    "$(jq -cn --argjson n1 "$ID_N1" --argjson k1 "$ID_KB1" --argjson n0 "$ID_N0" --argjson k0 "$ID_KB0" \
+        --argjson rep "$(jq -c '{judged_requests, complete}' "$T/ident_on.report.json" 2>/dev/null || echo null)" \
+        '{payments_judged: $n1, rss_growth_kb: $k1, payments_bounded: $n0, rss_growth_bounded_kb: $k0,
+          report: $rep, note: "difference of two runs: report on, and bounded at 1 identity"}')"
 
 # --- 6. fault profiles -----------------------------------------------------------------------
 # throttled: the real profile (token bucket 20/s, burst 10; beyond it an immediate 503 with

@@ -127,7 +127,9 @@ START_TEST(test_report_retried_4xx)
     assert_status(&r, 200);
     fg_response_fini(&r);
 
-    const char *kinds[] = {"retried_4xx", NULL};
+    /* Keyless confirms of a DONE payment are also new-key resends (a missing key differs from
+     * every key, including another missing one). */
+    const char *kinds[] = {"retried_4xx", "new_key_resend", NULL};
     const char *ex[] = {"ord_r4_aaa", NULL};
     assert_report(s, kinds, "retried_4xx", ex);
     stop_server(s);
@@ -446,6 +448,29 @@ START_TEST(test_report_new_key_resend_follows_commits_not_answers)
 }
 END_TEST
 
+/* docs/admin.md §5: a missing key differs from every key, including another missing one: a
+ * keyless confirm after a keyless one that answered 500 but committed is the double-charge
+ * risk. */
+START_TEST(test_report_new_key_resend_without_any_key_after_a_committed_500)
+{
+    fg_server *s = start_admin_confirm("{'latency':{'dist':'fixed','ms':0}}");
+    fg_response r;
+    confirm_with(s, "pk_nk0", "ord_nk0", 1000, NULL,
+                 "X-Fakegate-Fault: error; status=500; code=FAILED_INTERNAL_SYSTEM_PROCESSING; "
+                 "commit=true",
+                 0, &r);
+    assert_error(&r, 500, "FAILED_INTERNAL_SYSTEM_PROCESSING");
+    fg_response_fini(&r);
+    confirm_fresh(s, "pk_nk0", "ord_nk0", 1000, NULL, 0, &r);
+    assert_error(&r, 400, "ALREADY_PROCESSED_PAYMENT");
+    fg_response_fini(&r);
+    const char *kinds[] = {"new_key_resend", NULL};
+    const char *ex[] = {"ord_nk0", NULL};
+    assert_report(s, kinds, "new_key_resend", ex);
+    stop_server(s);
+}
+END_TEST
+
 /* docs/admin.md §5: "the same orderId/paymentKey": a committed paymentKey confirmed again under a
  * new key with another orderId is the same double-charge risk. */
 START_TEST(test_report_new_key_resend_by_payment_key)
@@ -554,5 +579,6 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_report_new_key_resend_follows_commits_not_answers);
     tcase_add_test(tc, test_report_early_retry_with_an_http_date);
     tcase_add_test(tc, test_report_new_key_resend_by_payment_key);
+    tcase_add_test(tc, test_report_new_key_resend_without_any_key_after_a_committed_500);
     return su;
 }

@@ -16,14 +16,29 @@
 #include "render.h"
 #include "report.h"
 
+struct seed_of {
+    const struct gateway *g;
+    uint64_t seed;
+};
+
+static void applied_seed(const struct applied *a, void *ctx)
+{
+    struct seed_of *s = ctx;
+    s->seed = gateway_seed(s->g, a->profile);
+}
+
 enum handler_result admin_health(struct gateway *gw, struct request *r)
 {
     struct buf b;
     buf_init(&b);
     char started[32];
     fmt_kst(gw->started_unix_us, started);
-    buf_addf(&b, "{\"status\":\"ok\",\"pid\":%ld,\"instance\":\"%016llx\",\"started_at\":\"%s\"}",
-             (long)getpid(), (unsigned long long)gw->instance_id, started);
+    struct seed_of s = {gw, gw->seed};
+    gateway_with_applied(gw, applied_seed, &s);
+    buf_addf(&b, "{\"status\":\"ok\",\"pid\":%ld,\"instance\":\"%016llx\",\"started_at\":\"%s\","
+                 "\"seed\":%llu}",
+             (long)getpid(), (unsigned long long)gw->instance_id, started,
+             (unsigned long long)s.seed);
     size_t len;
     char *body = buf_steal(&b, &len);
     if (!body) {
@@ -109,15 +124,22 @@ static enum handler_result respond_buf(struct request *r, int status, struct buf
     return H_RESPOND;
 }
 
+struct describing {
+    const struct gateway *g;
+    struct buf *b;
+};
+
 static void describe_applied(const struct applied *a, void *ctx)
 {
-    struct buf *b = ctx;
+    const struct describing *d = ctx;
+    struct buf *b = d->b;
     const struct live *root = a->live;
     char at[32];
     fmt_kst(a->applied_unix_us, at);
     buf_adds(b, "{\"name\":");
     buf_add_json_strz(b, root->profile->name);
-    buf_addf(b, ",\"applied_at\":\"%s\",\"phase\":", at);
+    buf_addf(b, ",\"applied_at\":\"%s\",\"seed\":%llu,\"phase\":", at,
+             (unsigned long long)gateway_seed(d->g, a->profile));
     if (root->n_phases) {
         int64_t since;
         struct live *cur = live_current(a->live, now_mono_ns(), &since);
@@ -138,7 +160,8 @@ enum handler_result admin_get_profile(struct gateway *g, struct request *r)
 {
     struct buf b;
     buf_init(&b);
-    gateway_with_applied(g, describe_applied, &b);
+    struct describing d = {g, &b};
+    gateway_with_applied(g, describe_applied, &d);
     return respond_buf(r, 200, &b);
 }
 
@@ -217,28 +240,46 @@ enum handler_result admin_reset(struct gateway *g, struct request *r)
     return admin_get_profile(g, r);
 }
 
+#define MAX_FILTERS 16 /* more parameters than there are filters: one is repeated */
+
 enum handler_result admin_requests(struct gateway *g, struct request *r)
 {
-    size_t limit = 10000;
-    char *l = request_query(r, "limit");
-    if (l) {
-        char *end;
-        long v = strtol(l, &end, 10);
-        bool ok = *l && !*end && v >= 1 && v <= 10000;
-        free(l);
-        if (!ok) {
-            request_error(r, "INVALID_REQUEST", "limit: 1 .. 10000");
-            return H_RESPOND;
+    struct journal_filter f = {.route = -1, .status = -1, .outcome = -1};
+    char *values[MAX_FILTERS];
+    size_t n_values = 0;
+    char err[ERR_LEN] = "";
+    /* Every parameter is a filter: a misspelt one must not silently match everything. */
+    for (const char *p = r->query; p && *p && !err[0]; p += strcspn(p, "&"), p += *p == '&') {
+        size_t len = strcspn(p, "=&");
+        if (len == 0)
+            continue;
+        char name[32];
+        snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), p);
+        char *value = n_values < MAX_FILTERS ? request_query(r, name) : NULL;
+        if (!value) {
+            snprintf(err, sizeof err, "%s: %s", name,
+                     n_values < MAX_FILTERS ? "a value is required" : "too many filters");
+            break;
         }
-        limit = (size_t)v;
+        values[n_values++] = value;
+        journal_filter_set(&f, name, value, err, sizeof err);
     }
-    size_t n;
-    struct journal_entry *v = journal_copy(&g->journal, limit, &n);
-    struct buf b;
-    buf_init(&b);
-    journal_render(&b, v, n);
-    journal_free_copy(v, n);
-    return respond_buf(r, 200, &b);
+    enum handler_result h;
+    if (err[0]) {
+        request_error(r, "INVALID_REQUEST", err);
+        h = H_RESPOND;
+    } else {
+        size_t n, total;
+        struct journal_entry *v = journal_copy_filtered(&g->journal, &f, &n, &total);
+        struct buf b;
+        buf_init(&b);
+        journal_render(&b, v, n, total);
+        journal_free_copy(v, n);
+        h = respond_buf(r, 200, &b);
+    }
+    for (size_t i = 0; i < n_values; i++)
+        free(values[i]);
+    return h;
 }
 
 enum handler_result admin_metrics(struct gateway *g, struct request *r)
@@ -253,11 +294,8 @@ enum handler_result admin_metrics(struct gateway *g, struct request *r)
 
 enum handler_result admin_report(struct gateway *g, struct request *r)
 {
-    size_t n;
-    struct journal_entry *v = journal_copy(&g->journal, SIZE_MAX, &n);
     struct buf b;
     buf_init(&b);
-    report_render(&b, v, n);
-    journal_free_copy(v, n);
+    report_render_state(&g->report, &b);
     return respond_buf(r, 200, &b);
 }

@@ -6,7 +6,8 @@
 #include "request.h"
 
 /* GET /healthz, GET /__admin/health: {"status":"ok","pid":N,"instance":"<16 hex>",
- * "started_at":"<KST>"}. Always H_RESPOND. Thread: worker. */
+ * "started_at":"<KST>","seed":N} (seed: gateway_seed of the applied profile). Always H_RESPOND.
+ * Thread: worker. */
 enum handler_result admin_health(struct gateway *g, struct request *r);
 
 /* GET /__admin/payments[?orderId=]: {"payments":[{"payment":{...},"confirm_attempts":N,
@@ -14,8 +15,9 @@ enum handler_result admin_health(struct gateway *g, struct request *r);
  * Always H_RESPOND. Thread: worker. */
 enum handler_result admin_payments(struct gateway *g, struct request *r);
 
-/* GET /__admin/profile: {"name", "applied_at", "phase": {index, name, remaining_s} | null,
- * "profile": <the applied profile's JSON>}. Thread: worker. */
+/* GET /__admin/profile: {"name", "applied_at", "seed" (the seed in force: gateway_seed),
+ * "phase": {index, name, remaining_s} | null, "profile": <the applied profile's JSON>}.
+ * Thread: worker. */
 enum handler_result admin_get_profile(struct gateway *g, struct request *r);
 
 /* PUT /__admin/profile: {"name": "slow"} (a shipped or --profiles-dir profile) or a whole
@@ -28,13 +30,19 @@ enum handler_result admin_put_profile(struct gateway *g, struct request *r);
  * profile if any. Answers like GET /__admin/profile. Thread: worker. */
 enum handler_result admin_reset(struct gateway *g, struct request *r);
 
-/* GET /__admin/requests[?limit=N] (1..10000): the journal, newest last. Thread: worker. */
+/* GET /__admin/requests[?orderId=&paymentKey=&idempotencyKey=&route=&status=&outcome=
+ * &since_id=&limit=]: the journal entries that match every filter given, newest last, as
+ * {"requests":[...],"total":N} (N: the matches still in the ring; requests: the newest `limit`
+ * of them). An unknown parameter or an invalid value → 400 INVALID_REQUEST naming it
+ * (journal_filter_set). Always H_RESPOND. Thread: worker. */
 enum handler_result admin_requests(struct gateway *g, struct request *r);
 
 /* GET /metrics: Prometheus text format 0.0.4. Thread: worker. */
 enum handler_result admin_metrics(struct gateway *g, struct request *r);
 
-/* GET /__admin/report: retry-behaviour findings from the journal (report.h). Thread: worker. */
+/* GET /__admin/report: the retry-behaviour findings over every gateway request since the last
+ * reset, with judged_requests, complete [, reason] and since (report_render_state). Always
+ * H_RESPOND. Thread: worker. */
 enum handler_result admin_report(struct gateway *g, struct request *r);
 
 #endif

@@ -174,7 +174,7 @@ static bool admit_profile(struct gateway *g, struct request *r)
     r->adm.live = cur;
     /* docs/profiles.md §4 Determinism: --seed, or "seed" in the profile; a profile applied at run
      * time (PUT, reset, X-Fakegate-Profile) brings its seed with it. */
-    r->adm.seed = !g->cfg->has_seed && root->profile->has_seed ? root->profile->seed : g->seed;
+    r->adm.seed = gateway_seed(g, root->profile);
     r->adm.generation = gateway_generation(g);
     return true;
 }

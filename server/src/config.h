@@ -28,6 +28,8 @@ struct config {
     bool quiet;                 /* --quiet: no access log */
     bool log_json;              /* --log json (default text) */
     const char *admin_token;    /* --admin-token: Bearer token for /__admin (NULL: open) */
+    size_t report_max_identities; /* --report-max-identities: the report's bound on identities
+                                     (0 = REPORT_MAX_IDENTITIES_DEFAULT, 1 000 000) */
 };
 
 #endif

@@ -37,7 +37,10 @@ int gateway_init(struct gateway *g, const struct config *cfg, profile_resolver r
     g->seed = seed;
     g->instance_id = instance_id;
     g->started_unix_us = now_unix_us();
-    if (journal_init(&g->journal, 10000) != 0) {
+    size_t max_ids = cfg->report_max_identities ? cfg->report_max_identities
+                                                : REPORT_MAX_IDENTITIES_DEFAULT;
+    if (journal_init(&g->journal, 10000) != 0 ||
+        report_init(&g->report, max_ids, g->started_unix_us, 1) != 0) {
         profile_free(profile);
         return -1;
     }
@@ -52,6 +55,11 @@ int gateway_subscribe(struct gateway *g, store_event_fn fn, void *ctx)
     g->subscribers[g->n_subscribers].ctx = ctx;
     g->n_subscribers++;
     return 0;
+}
+
+uint64_t gateway_seed(const struct gateway *g, const struct profile *p)
+{
+    return !g->cfg->has_seed && p->has_seed ? p->seed : g->seed;
 }
 
 uint64_t gateway_generation(struct gateway *g)
@@ -173,6 +181,7 @@ void gateway_reset(struct gateway *g, struct profile *p)
     gateway_txn(g, NULL, reset_store, NULL);
     store_attempts_reset(&g->store);
     journal_reset(&g->journal);
+    report_reset(&g->report, now_unix_us(), atomic_load(&g->journal.first_id));
     metrics_reset(&g->metrics);
     flight_reset_peaks(&g->flight);
     /* Profiles named by X-Fakegate-Profile start afresh too: the next request that names one
@@ -225,6 +234,7 @@ void gateway_fini(struct gateway *g)
         free(a);
     }
     journal_fini(&g->journal);
+    report_fini(&g->report);
     pthread_mutex_destroy(&g->apply_lock);
     store_fini(&g->store);
     pthread_mutex_destroy(&g->lock);

@@ -16,6 +16,7 @@
 #include "live.h"
 #include "metrics.h"
 #include "profile.h"
+#include "report.h"
 #include "store.h"
 
 struct request;
@@ -39,6 +40,7 @@ struct gateway {
                                       arrived under */
     struct flight flight;          /* in-flight counts per route */
     struct journal journal;        /* the last 10 000 gateway requests */
+    struct report report;          /* every gateway request since the last reset, judged */
     struct metrics metrics;
     uint64_t generation;           /* bumped by reset, under the store lock (an atomic store,
                                       so gateway_generation may read it without) */
@@ -120,6 +122,11 @@ void gateway_reset(struct gateway *g, struct profile *p);
  * read from (the start profile, or one PUT or reset by name), or NULL when it was given inline
  * (a request body) or memory ran out. Thread: any. */
 char *gateway_profile_file(struct gateway *g, char name[PROFILE_NAME_MAX + 1]);
+
+/* The seed in force for a request planned under profile `p` (docs/profiles.md §4
+ * "Determinism"): --seed, else p's "seed", else the seed at start. A request is stamped with it
+ * at admission; GET /__admin/profile and /healthz show it for the applied profile. Thread: any. */
+uint64_t gateway_seed(const struct gateway *g, const struct profile *p);
 
 /* The state in force for a new request: the active profile's live root. Borrowed. */
 struct live *gateway_live(struct gateway *g);

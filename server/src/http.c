@@ -376,13 +376,12 @@ static enum MHD_Result send_response(struct conn_state *cs)
     }
     if (!resp)
         return MHD_NO;
-    char tid[33];
-    trace_id(cs->srv, tid);
+    trace_id(cs->srv, rs->trace_id); /* kept in the response: the journal shows it */
     if (!rs->content_type)
         MHD_add_response_header(resp, "Content-Type", "application/json");
     else if (rs->content_type[0])
         MHD_add_response_header(resp, "Content-Type", rs->content_type);
-    MHD_add_response_header(resp, "x-tosspayments-trace-id", tid);
+    MHD_add_response_header(resp, "x-tosspayments-trace-id", rs->trace_id);
     MHD_add_response_header(resp, "Cache-Control", "no-cache, no-store, max-age=0, must-revalidate");
     if (rs->retry_after[0])
         MHD_add_response_header(resp, "Retry-After", rs->retry_after);

@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "journal.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,10 +24,12 @@ const char *outcome_name(enum outcome o)
     return names[o];
 }
 
+/* enum route_id, then ROUTE_OTHER (profile.h). */
+static const char *const route_labels[] = {"confirm", "cancel", "read", "default", "other"};
+
 static const char *route_label(int r)
 {
-    static const char *const names[] = {"confirm", "cancel", "read", "default"};
-    return r >= 0 && r < 4 ? names[r] : "default";
+    return r >= 0 && r < 5 ? route_labels[r] : "other";
 }
 
 /* A ring slot: the entry, and one reusable buffer per string field, so the request path
@@ -175,6 +178,8 @@ void journal_update(struct journal *j, uint64_t id, const struct journal_entry *
             s->delivered = e->delivered;
             s->key_reuse = e->key_reuse;
             s->committed = e->committed;
+            s->spent_latency_ms = e->spent_latency_ms;
+            memcpy(s->trace_id, e->trace_id, sizeof s->trace_id);
         }
     }
     pthread_mutex_unlock(&slot->lock);
@@ -199,6 +204,109 @@ struct journal_entry *journal_copy(struct journal *j, size_t limit, size_t *n)
             pthread_mutex_unlock(&slot->lock);
         }
     *n = k;
+    return v;
+}
+
+int journal_filter_set(struct journal_filter *f, const char *name, const char *value,
+                       char *err, size_t err_len)
+{
+    static const char *const strings[] = {"orderId", "paymentKey", "idempotencyKey"};
+    const char **dst[] = {&f->order_id, &f->payment_key, &f->idempotency_key};
+    if (!*value) {
+        snprintf(err, err_len, "%s: a value is required", name);
+        return -1;
+    }
+    for (size_t i = 0; i < 3; i++)
+        if (strcmp(name, strings[i]) == 0) {
+            *dst[i] = value;
+            return 0;
+        }
+    if (strcmp(name, "route") == 0) {
+        for (int i = 0; i < 5; i++)
+            if (strcmp(value, route_labels[i]) == 0) {
+                f->route = i;
+                return 0;
+            }
+        snprintf(err, err_len, "route: confirm, cancel, read, default or other");
+        return -1;
+    }
+    if (strcmp(name, "outcome") == 0) {
+        for (int i = 0; i < OUT_COUNT; i++)
+            if (strcmp(value, outcome_name((enum outcome)i)) == 0) {
+                f->outcome = i;
+                return 0;
+            }
+        snprintf(err, err_len, "outcome: one of ok, replayed, conflict, business_error, invalid, "
+                               "unauthorized, throttled, capped, dropped_request, "
+                               "dropped_response, fault_error");
+        return -1;
+    }
+    char *end;
+    bool digits = value[0] >= '0' && value[0] <= '9';
+    unsigned long long v = strtoull(value, &end, 10);
+    if (strcmp(name, "status") == 0) {
+        if (!digits || *end || v < 100 || v > 599) {
+            snprintf(err, err_len, "status: an HTTP status, 100 .. 599");
+            return -1;
+        }
+        f->status = (int)v;
+        return 0;
+    }
+    if (strcmp(name, "since_id") == 0) {
+        if (!digits || *end || v == ULLONG_MAX) {
+            snprintf(err, err_len, "since_id: a journal entry id, 0 or more");
+            return -1;
+        }
+        f->since_id = v;
+        return 0;
+    }
+    if (strcmp(name, "limit") == 0) {
+        if (!digits || *end || v < 1 || v > 10000) {
+            snprintf(err, err_len, "limit: 1 .. 10000");
+            return -1;
+        }
+        f->limit = (size_t)v;
+        return 0;
+    }
+    snprintf(err, err_len, "unknown filter \"%.64s\" (filters: orderId, paymentKey, idempotencyKey, "
+                           "route, status, outcome, since_id, limit)", name);
+    return -1;
+}
+
+static bool str_is(const char *want, const char *have)
+{
+    return !want || (have && strcmp(want, have) == 0);
+}
+
+static bool matches(const struct journal_filter *f, const struct journal_entry *e)
+{
+    return str_is(f->order_id, e->order_id) && str_is(f->payment_key, e->payment_key) &&
+           str_is(f->idempotency_key, e->idempotency_key) &&
+           (f->route < 0 || f->route == e->route) &&
+           (f->status < 0 || (e->ended_mono_ns && e->status == f->status)) &&
+           (f->outcome < 0 || (e->ended_mono_ns && (int)e->outcome == f->outcome)) &&
+           e->id > f->since_id;
+}
+
+struct journal_entry *journal_copy_filtered(struct journal *j, const struct journal_filter *f,
+                                            size_t *n, size_t *total)
+{
+    size_t all;
+    struct journal_entry *v = journal_copy(j, SIZE_MAX, &all);
+    size_t k = 0;
+    for (size_t i = 0; v && i < all; i++) {
+        if (matches(f, &v[i]))
+            v[k++] = v[i];
+        else
+            entry_fini(&v[i]);
+    }
+    *total = k;
+    size_t keep = f->limit && f->limit < k ? f->limit : k;
+    for (size_t i = 0; i < k - keep; i++) /* the oldest matches beyond the limit */
+        entry_fini(&v[i]);
+    if (v && keep < k)
+        memmove(v, v + (k - keep), keep * sizeof *v);
+    *n = v ? keep : 0;
     return v;
 }
 
@@ -318,7 +426,7 @@ void journal_log_line(struct buf *b, const struct journal_entry *e, bool json)
     buf_addc(b, '\n');
 }
 
-void journal_render(struct buf *b, const struct journal_entry *v, size_t n)
+void journal_render(struct buf *b, const struct journal_entry *v, size_t n, size_t total)
 {
     static const char *const delivered[] = {"pending", "yes", "no", "partial"};
     buf_adds(b, "{\"requests\":[");
@@ -361,7 +469,15 @@ void journal_render(struct buf *b, const struct journal_entry *v, size_t n)
             buf_addf(b, "%.3f", (double)(e->ended_mono_ns - e->arrived_mono_ns) / 1e6);
         else
             buf_adds(b, "null");
+        buf_adds(b, ",\"trace_id\":");
+        buf_add_json_strz(b, e->trace_id[0] ? e->trace_id : NULL);
+        buf_addf(b, ",\"planned_latency_ms\":%.3f,\"latency_ms\":",
+                 e->queue_latency_ms + e->latency_ms);
+        if (e->ended_mono_ns)
+            buf_addf(b, "%.3f", e->spent_latency_ms);
+        else
+            buf_adds(b, "null");
         buf_addc(b, '}');
     }
-    buf_adds(b, "]}");
+    buf_addf(b, "],\"total\":%zu}", total);
 }

@@ -35,11 +35,14 @@ struct journal_entry {
     int64_t sent_mono_ns;        /* when the answer was handed to the network (0: none) */
     char method[12];
     char *path;                  /* owned; bytes as received (escaped when rendered) */
-    int route;                   /* enum route_id */
+    int route;                   /* enum route_id, or ROUTE_OTHER (profile.h) */
     char *order_id, *payment_key, *idempotency_key; /* owned, may be NULL */
     uint64_t body_hash;          /* canonical body (0: none), for "same request" */
     uint32_t attempt;
-    double queue_latency_ms, latency_ms;
+    double queue_latency_ms, latency_ms; /* the plan's (ms) */
+    double spent_latency_ms;     /* what it really spent of them (ms): the queue if it got
+                                    there, the processing latency if it went on into it */
+    char trace_id[33];           /* the x-tosspayments-trace-id sent ("" if none) */
     const char *fault;           /* static: "none", "error", "drop_request", ... */
     int status;                  /* 0 while pending or when nothing was sent */
     const char *code;            /* static or NULL: the error code sent, if known */
@@ -77,11 +80,34 @@ void journal_update(struct journal *j, uint64_t id, const struct journal_entry *
 /* Copies of the newest `limit` entries, oldest first, into a new array (caller frees with
  * journal_free_copy). *n receives the count. */
 struct journal_entry *journal_copy(struct journal *j, size_t limit, size_t *n);
+
+/* GET /__admin/requests filters (docs/admin.md §5); a NULL string, a negative number or 0
+ * since_id means "any". Strings are borrowed for the call. */
+struct journal_filter {
+    const char *order_id, *payment_key, *idempotency_key; /* equal to the entry's */
+    int route;                   /* enum route_id or ROUTE_OTHER; -1: any */
+    int status;                  /* the status sent; -1: any (a pending entry has none) */
+    int outcome;                 /* enum outcome; -1: any (a pending entry has none) */
+    uint64_t since_id;           /* only ids above it */
+    size_t limit;                /* the newest `limit` matches (0: all of them) */
+};
+
+/* Parse one filter from a query parameter `name` = `value` (percent-decoded) into *f.
+ * Returns 0, or -1 with a message naming the parameter in err (an unknown name, an empty or
+ * invalid value). Thread: any. */
+int journal_filter_set(struct journal_filter *f, const char *name, const char *value,
+                       char *err, size_t err_len);
+
+/* Copies of the newest f->limit entries that match f, oldest first (caller frees with
+ * journal_free_copy); *n receives their count and *total the number of entries in the ring
+ * that match f. Thread: any. */
+struct journal_entry *journal_copy_filtered(struct journal *j, const struct journal_filter *f,
+                                            size_t *n, size_t *total);
 void journal_free_copy(struct journal_entry *v, size_t n);
 
-/* Render entries as {"requests":[...]} (docs/admin.md §5 shape). Non-UTF-8 bytes are escaped as
- * \xNN. */
-void journal_render(struct buf *b, const struct journal_entry *v, size_t n);
+/* Render entries as {"requests":[...],"total":N} (docs/admin.md §5 shape; `total`: the matching
+ * entries in the ring, of which v[0..n) are the newest). Non-UTF-8 bytes are escaped as \xNN. */
+void journal_render(struct buf *b, const struct journal_entry *v, size_t n, size_t total);
 
 /* One access-log line for entry e (docs/cli.md §1 --log): time, method, path, route, orderId,
  * Idempotency-Key, decision, status, delivered, duration, as `key=value` text or one JSON

@@ -32,7 +32,7 @@
 enum opt_id {
     O_HOST, O_PORT, O_PORT_FILE, O_PROFILE, O_PROFILES_DIR, O_SEED, O_SECRET_KEY, O_MID,
     O_THREADS, O_MAX_BODY, O_IDEMPOTENCY_TTL, O_SESSION_TTL, O_STRICT_SESSIONS, O_IDLE_TIMEOUT,
-    O_CONSECUTIVE_CANCEL_MS, O_ADMIN_TOKEN, O_LOG, O_QUIET,
+    O_CONSECUTIVE_CANCEL_MS, O_REPORT_MAX_IDENTITIES, O_ADMIN_TOKEN, O_LOG, O_QUIET,
     O_CHECK_PROFILE, O_VERSION, O_HELP, O_COUNT
 };
 
@@ -59,6 +59,7 @@ static const struct opt opts[O_COUNT] = {
     [O_STRICT_SESSIONS] = {"strict-sessions", NULL, true, "an unknown paymentKey → 404 NOT_FOUND_PAYMENT_SESSION (default: lenient)"},
     [O_IDLE_TIMEOUT] = {"idle-timeout", "SECONDS", true, "close idle keep-alive connections after this many seconds (default 30; 0 = never)"},
     [O_CONSECUTIVE_CANCEL_MS] = {"consecutive-cancel-ms", "MS", true, "a cancel within this many ms of the payment's previous cancel → 403 FORBIDDEN_CONSECUTIVE_REQUEST (default 1000, as Toss; 0 = off)"},
+    [O_REPORT_MAX_IDENTITIES] = {"report-max-identities", "N", true, "identities the report keeps state for since the last reset (default 1000000); beyond it the report says complete: false"},
     [O_ADMIN_TOKEN] = {"admin-token", "TOKEN", true, "require 'Authorization: Bearer TOKEN' on /__admin routes (not /__admin/health; /healthz and /metrics stay open)"},
     [O_LOG] = {"log", "FORMAT", true, "access log on stderr, one line per request: text (default) or json"},
     [O_QUIET] = {"quiet", NULL, true, "no access log and no start-up notes on stderr (errors still print)"},
@@ -213,6 +214,11 @@ static int apply(struct cli *c, int id, const char *val, const char *src)
         if (!parse_u64(val, 86400000, &v))
             goto bad;
         cfg->consecutive_cancel_ms = (int64_t)v;
+        return 0;
+    case O_REPORT_MAX_IDENTITIES:
+        if (!parse_u64(val, UINT32_MAX, &v) || v == 0)
+            goto bad;
+        cfg->report_max_identities = (size_t)v;
         return 0;
     case O_STRICT_SESSIONS:
     case O_QUIET: {

@@ -29,6 +29,12 @@ void metrics_observe_latency(struct metrics *m, double ms)
     atomic_fetch_add(&m->latency_sum_us, (unsigned long long)(ms * 1000.0 + 0.5));
 }
 
+/* A route's label: the profile's name, or "other" (ROUTE_OTHER). */
+static const char *route_label(int r)
+{
+    return r == ROUTE_OTHER ? "other" : route_name((enum route_id)r);
+}
+
 static void family(struct buf *b, const char *name, const char *type, const char *help)
 {
     buf_addf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
@@ -38,10 +44,10 @@ void metrics_render(struct buf *b, struct metrics *m, struct flight *f)
 {
     family(b, "fakegate_requests_total", "counter",
            "Gateway requests by route and outcome (admin, health and metrics excluded).");
-    for (int r = 0; r < ROUTE_COUNT; r++)
+    for (int r = 0; r < ROUTE_LABELS; r++)
         for (int o = 0; o < OUT_COUNT; o++)
             buf_addf(b, "fakegate_requests_total{route=\"%s\",outcome=\"%s\"} %llu\n",
-                     route_name((enum route_id)r), outcome_name((enum outcome)o),
+                     route_label(r), outcome_name((enum outcome)o),
                      atomic_load(&m->requests[r][o]));
     family(b, "fakegate_in_flight", "gauge",
            "Requests inside fakegate now, from arrival to the end of the response.");

@@ -16,7 +16,7 @@
 #define LATENCY_BUCKETS 11 /* 0.005 … 10 s, then +Inf */
 
 struct metrics {
-    atomic_ullong requests[ROUTE_COUNT][OUT_COUNT];
+    atomic_ullong requests[ROUTE_LABELS][OUT_COUNT]; /* ROUTE_OTHER included */
     atomic_ullong throttled[ROUTE_COUNT];
     atomic_ullong payments[6];          /* transitions into each enum pay_status */
     atomic_ullong replays, conflicts, key_reuse;

@@ -5,6 +5,7 @@
 
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "buf.h"
 #include "common.h"
@@ -34,9 +35,10 @@ void observe_arrival(struct gateway *g, struct request *r)
     snprintf(e.method, sizeof e.method, "%s", r->method_str);
     r->obs.journaled = true;
     r->obs.journal_id = journal_begin(&g->journal, &e);
+    report_begin(&g->report, &r->obs.report, r->obs.journal_id);
 }
 
-void observe_planned(struct gateway *g, const struct request *r)
+void observe_planned(struct gateway *g, struct request *r)
 {
     struct journal_entry e = {
         .order_id = r->order_id, .payment_key = r->payment_key,
@@ -48,15 +50,23 @@ void observe_planned(struct gateway *g, const struct request *r)
     else if (r->kind == RK_GET_PAYMENT)
         e.payment_key = r->path_param;
     journal_update(&g->journal, r->obs.journal_id, &e);
+    e.route = (int)r->route;
+    e.arrived_mono_ns = r->arrived_ns;
+    /* A request lost before processing never holds its payment (new_key_resend). */
+    bool will_process = !(r->fault && r->fault->kind == FAULT_DROP_REQUEST);
+    report_identify(&g->report, &r->obs.report, &e, will_process);
 }
 
-void observe_identity(struct gateway *g, const struct request *r, const char *order_id,
+void observe_identity(struct gateway *g, struct request *r, const char *order_id,
                       const char *payment_key, uint64_t body_hash)
 {
     /* journal_update copies the strings: the entry only borrows them here. */
     struct journal_entry e = {.order_id = (char *)order_id, .payment_key = (char *)payment_key,
                               .idempotency_key = r->adm.idem_key, .body_hash = body_hash};
     journal_update(&g->journal, r->obs.journal_id, &e);
+    e.route = (int)r->route;
+    e.arrived_mono_ns = r->arrived_ns;
+    report_identify(&g->report, &r->obs.report, &e, false);
 }
 
 void observe_fault(struct gateway *g, const struct request *r)
@@ -83,6 +93,29 @@ static void access_log(struct gateway *g, const struct request *r, struct journa
     buf_fini(&line);
 }
 
+/* What it really spent of its planned latencies (ms): the queue, and the processing latency
+ * if it went on into it (0 for a replay or a 409 that waited in no queue). */
+static double spent_latency_ms(const struct request *r)
+{
+    if (!r->obs.planned)
+        return 0;
+    return r->queue_latency_ms + (r->obs.latency_spent ? r->latency_ms : 0);
+}
+
+/* The whole request, as the report judges it at its end (identity as the journal has it). */
+static void judge(struct gateway *g, struct request *r, const struct journal_entry *end)
+{
+    struct journal_entry q = *end;
+    q.route = (int)r->route;
+    q.arrived_mono_ns = r->arrived_ns;
+    q.order_id = r->order_id ? r->order_id : (r->kind == RK_GET_ORDER ? r->path_param : NULL);
+    q.payment_key = r->payment_key ? r->payment_key
+                                   : (r->kind == RK_GET_PAYMENT ? r->path_param : NULL);
+    q.idempotency_key = r->adm.idem_key ? r->adm.idem_key : r->idem_key_raw;
+    q.body_hash = r->body_hash;
+    report_end(&g->report, &r->obs.report, &q);
+}
+
 static void count(struct metrics *m, const struct request *r)
 {
     const struct observe_state *o = &r->obs;
@@ -96,7 +129,7 @@ static void count(struct metrics *m, const struct request *r)
     if (o->key_reuse)
         atomic_fetch_add(&m->key_reuse, 1);
     if (o->planned) /* what was really injected: the queue, and the latency if it got there */
-        metrics_observe_latency(m, r->queue_latency_ms + (o->latency_spent ? r->latency_ms : 0));
+        metrics_observe_latency(m, spent_latency_ms(r));
 }
 
 void observe_complete(struct gateway *g, struct request *r, bool completed_ok)
@@ -115,7 +148,10 @@ void observe_complete(struct gateway *g, struct request *r, bool completed_ok)
                               .retry_after_s = lost ? 0 : rs->retry_after_s,
                               .outcome = r->obs.outcome, .queue_latency_ms = r->queue_latency_ms,
                               .latency_ms = r->latency_ms, .key_reuse = r->obs.key_reuse,
-                              .committed = r->obs.committed};
+                              .committed = r->obs.committed,
+                              .spent_latency_ms = spent_latency_ms(r)};
+    if (!lost)
+        memcpy(e.trace_id, rs->trace_id, sizeof e.trace_id);
     if (lost || r->obs.client_gone)
         e.delivered = DELIVERED_NO;
     else if (rs->wire == WIRE_TRUNCATE)
@@ -127,6 +163,8 @@ void observe_complete(struct gateway *g, struct request *r, bool completed_ok)
     journal_update(&g->journal, r->obs.journal_id, &e);
     if (!g->cfg->quiet)
         access_log(g, r, &e);
-    if (!r->obs.straddled_reset) /* its entry and counters were emptied by the reset */
-        count(&g->metrics, r);
+    if (r->obs.straddled_reset) /* its entry, counters and report were emptied by the reset */
+        return;
+    count(&g->metrics, r);
+    judge(g, r, &e);
 }

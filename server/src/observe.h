@@ -22,12 +22,12 @@ int observe_init(struct gateway *g);
 void observe_arrival(struct gateway *g, struct request *r);
 
 /* r's plan was drawn: its identity, attempt, latencies and fault go into its entry. */
-void observe_planned(struct gateway *g, const struct request *r);
+void observe_planned(struct gateway *g, struct request *r);
 
 /* r was answered before a plan (a test code, an invalid field): what identifies it (strings
  * copied; any may be NULL) and its canonical body hash go into its entry, for the report's
  * retried_4xx. */
-void observe_identity(struct gateway *g, const struct request *r, const char *order_id,
+void observe_identity(struct gateway *g, struct request *r, const char *order_id,
                       const char *payment_key, uint64_t body_hash);
 
 /* r's planned fault has just acted on its answer (r->obs.fault_acted): count it in

@@ -16,6 +16,12 @@
 /* Routes as profiles name them. A request on a route the profile does not name uses `default`. */
 enum route_id { ROUTE_CONFIRM = 0, ROUTE_CANCEL, ROUTE_READ, ROUTE_DEFAULT, ROUTE_COUNT };
 
+/* Not a profile route: a request that matched no route (404, 405) or was refused before routing
+ * (431, framing). It is counted and journaled as "other" (docs/admin.md §5), never planned, and
+ * no profile can name it. Metrics and the journal size their per-route arrays ROUTE_LABELS. */
+#define ROUTE_OTHER ROUTE_COUNT
+#define ROUTE_LABELS (ROUTE_COUNT + 1)
+
 /* "confirm", "cancel", "read", "default". */
 const char *route_name(enum route_id r);
 

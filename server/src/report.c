@@ -1,15 +1,20 @@
-/* report.c -- the retry-behaviour report (see report.h). A request's identity is its
- * Idempotency-Key, else its orderId, else its paymentKey (docs/profiles.md §4), per route. A
- * failure event is a run of 5xx / 429 / dropped answers on a route with no success between them
- * (docs/admin.md §5). */
+/* report.c -- the retry-behaviour report (see report.h), judged as requests happen. A request's
+ * identity is its Idempotency-Key, else its orderId, else its paymentKey (docs/profiles.md §4),
+ * per route; a resend is its identity's next arrival; a failure event is a run of failed answers
+ * on a route (5xx, 429, dropped, or not delivered) with no delivered 2xx between them
+ * (docs/admin.md §5). Invariants: a record lives until the next reset (marks point at it); an
+ * event lives while it is open or an identity still owes it a resend. */
+#define _POSIX_C_SOURCE 200809L
 #include "report.h"
 
-#include <stdbool.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common.h"
+#include "rng.h"
+
 enum kind { K_RETRIED_4XX, K_EARLY_RETRY, K_NEW_KEY_RESEND, K_KEY_REUSE, K_SYNC, K_STORM, K_N };
+_Static_assert(K_N == REPORT_KINDS, "one tally per kind");
 
 static const struct {
     const char *kind, *rule, *threshold;
@@ -22,11 +27,59 @@ static const struct {
     {"retry_storm", "one identity arrived more than 3 times within one failure event", "> 3 arrivals per event"},
 };
 
-struct finding {
-    size_t count;
-    const char *examples[10];
-    size_t n_examples;
+#define ROUTE_CONFIRM_ID 0         /* enum route_id's ROUTE_CONFIRM (profile.h) */
+#define SYNC_WINDOW_NS (10 * INT64_C(1000000))
+#define STORM_ARRIVALS 4           /* "more than 3" */
+#define FIRST_BUCKETS 1024
+
+enum rec_kind { REC_ID = 0, REC_ORDER, REC_PK };
+
+/* A confirm processing now under one key (or none), and how many. */
+struct proc {
+    uint64_t key_hash;
+    bool has_key;
+    uint32_t n;
 };
+
+struct report_rec {
+    struct report_rec *next;       /* hash chain */
+    uint64_t hash;
+    union {
+        struct {                   /* REC_ID: one identity on one route */
+            int64_t sent_ns;       /* its last answer, not yet followed by a resend: */
+            uint64_t body_hash;
+            uint32_t retry_after_s;
+            int16_t status;
+            uint8_t delivered;
+            bool answered;
+            uint32_t storm_event, storm_n; /* arrivals within failure event storm_event */
+            uint32_t failed_event; /* the last event it failed in */
+            struct report_event *owes; /* the event awaiting its next arrival, or NULL */
+        } id;
+        struct {                   /* REC_ORDER, REC_PK: the confirms of one orderId/paymentKey */
+            struct proc *proc;     /* processing now, one element per distinct key */
+            uint32_t n_proc, cap_proc;
+            uint64_t commit_key;   /* the first key a commit came under (commit_keyed) */
+            bool commit_keyed, commit_other, commit_keyless;
+        } pay;
+    } u;
+    uint8_t kind, route;
+    uint32_t len;
+    char key[];
+};
+
+struct report_event {
+    struct report_event *prev, *next; /* the unfinished list */
+    int route;
+    uint32_t seq;
+    bool open;
+    size_t owed;                   /* identities that failed in it and have not arrived since */
+    int64_t *t;                    /* their next arrivals (monotonic ns) */
+    size_t nt, cap;
+    char *example;                 /* the last of those arrivals' example */
+};
+
+/* --- identities and examples ---------------------------------------------------------------- */
 
 static const char *identity(const struct journal_entry *e)
 {
@@ -37,41 +90,181 @@ static const char *identity(const struct journal_entry *e)
     return e->payment_key;
 }
 
-static bool same_identity(const struct journal_entry *a, const struct journal_entry *b)
+static const char *example_of(const struct journal_entry *e)
 {
-    const char *x = identity(a), *y = identity(b);
-    return a->route == b->route && x && y && strcmp(x, y) == 0;
+    return e->order_id ? e->order_id : identity(e);
 }
 
-static bool same_str(const char *a, const char *b)
+/* Add `ex` (may be NULL) to the examples if new and there is room; `own`: copy it. */
+static void add_example(char **examples, size_t *n, const char *ex, bool own)
 {
-    return a && b && strcmp(a, b) == 0;
-}
-
-static void note(struct finding *f, const struct journal_entry *e)
-{
-    f->count++;
-    const char *ex = e->order_id ? e->order_id : identity(e);
     if (!ex)
         return;
-    for (size_t i = 0; i < f->n_examples; i++)
-        if (strcmp(f->examples[i], ex) == 0)
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(examples[i], ex) == 0)
             return;
-    if (f->n_examples < 10)
-        f->examples[f->n_examples++] = ex;
+    if (*n == 10)
+        return;
+    char *c = own ? strdup(ex) : (char *)ex;
+    if (c)
+        examples[(*n)++] = c;
 }
+
+static void note(struct report *rp, enum kind k, const char *ex)
+{
+    rp->f[k].count++;
+    add_example(rp->f[k].examples, &rp->f[k].n_examples, ex, true);
+}
+
+/* --- the identity table --------------------------------------------------------------------- */
+
+static uint64_t rec_hash(int kind, int route, const char *s, size_t len)
+{
+    return hash64(s, len, (uint64_t)(kind * REPORT_ROUTES + route) + 1);
+}
+
+static bool grow(struct report *rp)
+{
+    size_t n = rp->n_buckets * 2;
+    struct report_rec **b = calloc(n, sizeof *b);
+    if (!b)
+        return false;
+    for (size_t i = 0; i < rp->n_buckets; i++)
+        for (struct report_rec *r = rp->buckets[i], *next; r; r = next) {
+            next = r->next;
+            r->next = b[r->hash & (n - 1)];
+            b[r->hash & (n - 1)] = r;
+        }
+    free(rp->buckets);
+    rp->buckets = b;
+    rp->n_buckets = n;
+    return true;
+}
+
+/* The record of (kind, route, s), created if new; NULL when the bound leaves no room (then
+ * *refused is set) or memory ran out. */
+static struct report_rec *rec_get(struct report *rp, int kind, int route, const char *s,
+                                  bool *refused)
+{
+    if (!rp->n_buckets) /* a reset ran out of memory: judge nothing new */
+        return NULL;
+    size_t len = strlen(s);
+    uint64_t h = rec_hash(kind, route, s, len);
+    for (struct report_rec *r = rp->buckets[h & (rp->n_buckets - 1)]; r; r = r->next)
+        if (r->hash == h && r->kind == kind && r->route == route && r->len == len &&
+            memcmp(r->key, s, len) == 0)
+            return r;
+    if (rp->n_recs >= rp->max_identities || len > UINT32_MAX) {
+        *refused = true;
+        return NULL;
+    }
+    if (rp->n_recs >= rp->n_buckets && !grow(rp))
+        return NULL;
+    struct report_rec *r = calloc(1, sizeof *r + len + 1);
+    if (!r)
+        return NULL;
+    r->hash = h;
+    r->kind = (uint8_t)kind;
+    r->route = (uint8_t)route;
+    r->len = (uint32_t)len;
+    memcpy(r->key, s, len + 1);
+    size_t i = h & (rp->n_buckets - 1);
+    r->next = rp->buckets[i];
+    rp->buckets[i] = r;
+    rp->n_recs++;
+    return r;
+}
+
+/* --- confirms of one orderId or paymentKey (new_key_resend) --------------------------------- */
+
+static bool other_key(bool has_a, uint64_t a, bool has_b, uint64_t b)
+{
+    /* A missing key differs from every key, including another missing one (docs/admin.md §5). */
+    return !has_a || !has_b || a != b;
+}
+
+/* An earlier confirm under another key (or none) is processing, or one committed. */
+static bool conflicts(const struct report_rec *r, const struct report_mark *m)
+{
+    if (!r)
+        return false;
+    for (uint32_t i = 0; i < r->u.pay.n_proc; i++)
+        if (other_key(r->u.pay.proc[i].has_key, r->u.pay.proc[i].key_hash, m->has_key,
+                      m->key_hash))
+            return true;
+    if (r->u.pay.commit_keyless)
+        return true;
+    return r->u.pay.commit_keyed &&
+           (r->u.pay.commit_other || other_key(true, r->u.pay.commit_key, m->has_key, m->key_hash));
+}
+
+static void proc_add(struct report_rec *r, const struct report_mark *m)
+{
+    if (!r)
+        return;
+    for (uint32_t i = 0; i < r->u.pay.n_proc; i++) {
+        struct proc *p = &r->u.pay.proc[i];
+        if (p->has_key == m->has_key && (!p->has_key || p->key_hash == m->key_hash)) {
+            p->n++;
+            return;
+        }
+    }
+    if (r->u.pay.n_proc == r->u.pay.cap_proc) {
+        uint32_t cap = r->u.pay.cap_proc ? r->u.pay.cap_proc * 2 : 1;
+        struct proc *np = realloc(r->u.pay.proc, cap * sizeof *np);
+        if (!np)
+            return;
+        r->u.pay.proc = np;
+        r->u.pay.cap_proc = cap;
+    }
+    r->u.pay.proc[r->u.pay.n_proc++] = (struct proc){m->key_hash, m->has_key, 1};
+}
+
+static void proc_remove(struct report_rec *r, const struct report_mark *m)
+{
+    if (!r)
+        return;
+    for (uint32_t i = 0; i < r->u.pay.n_proc; i++) {
+        struct proc *p = &r->u.pay.proc[i];
+        if (p->has_key != m->has_key || (p->has_key && p->key_hash != m->key_hash))
+            continue;
+        if (--p->n == 0) {
+            *p = r->u.pay.proc[--r->u.pay.n_proc];
+            if (r->u.pay.n_proc == 0) { /* most orders have one confirm at a time */
+                free(r->u.pay.proc);
+                r->u.pay.proc = NULL;
+                r->u.pay.cap_proc = 0;
+            }
+        }
+        return;
+    }
+}
+
+static void commit_add(struct report_rec *r, const struct report_mark *m)
+{
+    if (!r)
+        return;
+    if (!m->has_key) {
+        r->u.pay.commit_keyless = true;
+    } else if (!r->u.pay.commit_keyed) {
+        r->u.pay.commit_keyed = true;
+        r->u.pay.commit_key = m->key_hash;
+    } else if (r->u.pay.commit_key != m->key_hash) {
+        r->u.pay.commit_other = true;
+    }
+}
+
+/* --- failure events (synchronized_retries, retry_storm) ------------------------------------- */
 
 static bool failed(const struct journal_entry *e)
 {
-    return e->ended_mono_ns &&
-           (e->status >= 500 || e->status == 429 || e->outcome == OUT_DROPPED_REQUEST ||
-            e->outcome == OUT_DROPPED_RESPONSE || e->delivered == DELIVERED_NO);
+    return e->status >= 500 || e->status == 429 || e->outcome == OUT_DROPPED_REQUEST ||
+           e->outcome == OUT_DROPPED_RESPONSE || e->delivered == DELIVERED_NO;
 }
 
 static bool succeeded(const struct journal_entry *e)
 {
-    return e->ended_mono_ns && e->status >= 200 && e->status < 300 &&
-           e->delivered == DELIVERED_YES;
+    return e->status >= 200 && e->status < 300 && e->delivered == DELIVERED_YES;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -80,134 +273,318 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* One failure event on `route`: entries [from, to] in arrival order. */
-static void judge_event(const struct journal_entry *v, size_t n, size_t from, size_t to,
-                        struct finding *f)
+/* At least 4 identities resent after the event and more than half of those resends fell
+ * inside one 10 ms window. Sorts ev->t. */
+static bool bunched(struct report_event *ev)
 {
-    int route = v[from].route;
-    /* retry_storm: arrivals per identity within the event. */
-    for (size_t i = from; i <= to; i++) {
-        if (v[i].route != route || !identity(&v[i]))
-            continue;
-        bool first = true;
-        for (size_t k = from; k < i && first; k++)
-            first = !same_identity(&v[k], &v[i]);
-        if (!first)
-            continue;
-        size_t arrivals = 0;
-        for (size_t k = i; k <= to; k++)
-            arrivals += same_identity(&v[k], &v[i]);
-        if (arrivals > 3)
-            note(&f[K_STORM], &v[i]);
+    if (ev->nt < 4)
+        return false;
+    qsort(ev->t, ev->nt, sizeof *ev->t, cmp_i64);
+    size_t best = 0;
+    for (size_t a = 0, b = 0; b < ev->nt; b++) {
+        while (ev->t[b] - ev->t[a] > SYNC_WINDOW_NS)
+            a++;
+        if (b - a + 1 > best)
+            best = b - a + 1;
     }
-    /* synchronized_retries: each failed identity's next arrival after its first failure. */
-    int64_t *t = malloc((to - from + 1) * sizeof *t);
-    if (!t)
-        return;
-    size_t nt = 0;
-    const struct journal_entry *example = NULL;
-    for (size_t i = from; i <= to; i++) {
-        if (v[i].route != route || !failed(&v[i]) || !identity(&v[i]))
-            continue;
-        bool first = true;
-        for (size_t k = from; k < i && first; k++)
-            first = !(same_identity(&v[k], &v[i]) && failed(&v[k]));
-        if (!first)
-            continue;
-        for (size_t k = i + 1; k < n; k++)
-            if (same_identity(&v[k], &v[i])) {
-                t[nt++] = v[k].arrived_mono_ns;
-                example = &v[k];
-                break;
-            }
-    }
-    if (nt >= 4) {
-        qsort(t, nt, sizeof *t, cmp_i64);
-        size_t best = 0;
-        for (size_t a = 0, b = 0; b < nt; b++) {
-            while (t[b] - t[a] > 10 * 1000000)
-                a++;
-            if (b - a + 1 > best)
-                best = b - a + 1;
-        }
-        if (best * 2 > nt)
-            note(&f[K_SYNC], example);
-    }
-    free(t);
+    return best * 2 > ev->nt;
 }
 
-void report_render(struct buf *b, const struct journal_entry *v, size_t n)
+static void event_free(struct report_event *ev)
 {
-    struct finding f[K_N];
-    memset(f, 0, sizeof f);
-    for (size_t i = 0; i < n; i++) {
-        const struct journal_entry *e = &v[i];
-        if (e->key_reuse)
-            note(&f[K_KEY_REUSE], e);
-        if (!identity(e))
-            continue;
-        /* The next arrival of the same identity on the same route. */
-        const struct journal_entry *next = NULL;
-        for (size_t k = i + 1; k < n && !next; k++)
-            if (same_identity(&v[k], e))
-                next = &v[k];
+    free(ev->t);
+    free(ev->example);
+    free(ev);
+}
+
+static struct report_event *event_open(struct report *rp, int route)
+{
+    struct report_event *ev = calloc(1, sizeof *ev);
+    if (!ev)
+        return NULL;
+    ev->route = route;
+    ev->seq = ++rp->event_seq;
+    if (ev->seq == 0) /* 0 means "none" in the records */
+        ev->seq = ++rp->event_seq;
+    ev->open = true;
+    ev->next = rp->unfinished;
+    if (ev->next)
+        ev->next->prev = ev;
+    rp->unfinished = ev;
+    rp->open[route] = ev;
+    return ev;
+}
+
+/* Closed, and no identity owes it a resend: judge it for good and free it. */
+static void event_finish(struct report *rp, struct report_event *ev)
+{
+    if (ev->open || ev->owed)
+        return;
+    if (bunched(ev))
+        note(rp, K_SYNC, ev->example);
+    if (ev->prev)
+        ev->prev->next = ev->next;
+    else
+        rp->unfinished = ev->next;
+    if (ev->next)
+        ev->next->prev = ev->prev;
+    event_free(ev);
+}
+
+static void event_add(struct report_event *ev, int64_t t, const char *example)
+{
+    if (ev->nt == ev->cap) {
+        size_t cap = ev->cap ? ev->cap * 2 : 8;
+        int64_t *nt = realloc(ev->t, cap * sizeof *nt);
+        if (!nt)
+            return;
+        ev->t = nt;
+        ev->cap = cap;
+    }
+    ev->t[ev->nt++] = t;
+    if (example) {
+        char *c = strdup(example);
+        if (c) {
+            free(ev->example);
+            ev->example = c;
+        }
+    }
+}
+
+/* One more arrival of rec's identity within ev, unless this request was counted in it. */
+static void storm_count(struct report *rp, struct report_rec *rec, const struct report_event *ev,
+                        struct report_mark *m, const struct journal_entry *e)
+{
+    if (m->storm_event == ev->seq)
+        return;
+    m->storm_event = ev->seq;
+    if (rec->u.id.storm_event != ev->seq) {
+        rec->u.id.storm_event = ev->seq;
+        rec->u.id.storm_n = 0;
+    }
+    if (++rec->u.id.storm_n == STORM_ARRIVALS)
+        note(rp, K_STORM, example_of(e));
+}
+
+/* --- the three steps ------------------------------------------------------------------------ */
+
+/* e arrives as the next arrival of rec's identity: judge it against that identity's last
+ * answer, pay what the identity owed a failure event, and count it in the open one. */
+static void resend(struct report *rp, struct report_rec *rec, struct report_mark *m,
+                   const struct journal_entry *e)
+{
+    if (rec->u.id.answered) {
+        rec->u.id.answered = false;
         /* Only an answer the client got can be resent "after" (a timed-out client that resends
          * never saw the 4xx or the Retry-After). */
-        bool got = e->delivered == DELIVERED_YES;
-        if (next && got && e->status >= 400 && e->status < 500 && e->status != 409 &&
-            e->status != 429 && e->body_hash && next->body_hash == e->body_hash)
-            note(&f[K_RETRIED_4XX], next);
-        if (next && got && e->retry_after_s && e->sent_mono_ns &&
-            next->arrived_mono_ns < e->sent_mono_ns + (int64_t)e->retry_after_s * 1000000000)
-            note(&f[K_EARLY_RETRY], next);
-        /* new_key_resend: a confirm of the same orderId or paymentKey under another key (or
-         * none) while an earlier attempt was processing (not yet ended) or had committed. */
-        if (e->route == 0 && (e->order_id || e->payment_key)) {
-            for (size_t k = 0; k < i; k++) {
-                const struct journal_entry *p = &v[k];
-                if (p->route != 0 || !(same_str(p->order_id, e->order_id) ||
-                                       same_str(p->payment_key, e->payment_key)))
-                    continue;
-                bool same_key = p->idempotency_key && e->idempotency_key &&
-                                strcmp(p->idempotency_key, e->idempotency_key) == 0;
-                if (same_key || (!p->idempotency_key && !e->idempotency_key))
-                    continue;
-                bool processing = !p->ended_mono_ns || p->ended_mono_ns > e->arrived_mono_ns;
-                /* Approved by it (whatever answer it got: a drop_response or a commit:true
-                 * error hides a commit), or the replay of a success (not of a stored 4xx). */
-                bool committed = p->committed || (p->outcome == OUT_REPLAYED &&
-                                                  p->status >= 200 && p->status < 300);
-                if ((processing && p->outcome != OUT_DROPPED_REQUEST &&
-                     p->outcome != OUT_THROTTLED && p->outcome != OUT_CAPPED) ||
-                    committed) {
-                    note(&f[K_NEW_KEY_RESEND], e);
-                    break;
+        bool got = rec->u.id.delivered == DELIVERED_YES;
+        int st = rec->u.id.status;
+        if (got && st >= 400 && st < 500 && st != 409 && st != 429 && rec->u.id.body_hash &&
+            e->body_hash == rec->u.id.body_hash)
+            note(rp, K_RETRIED_4XX, example_of(e));
+        if (got && rec->u.id.retry_after_s && rec->u.id.sent_ns &&
+            e->arrived_mono_ns <
+                rec->u.id.sent_ns + (int64_t)rec->u.id.retry_after_s * INT64_C(1000000000))
+            note(rp, K_EARLY_RETRY, example_of(e));
+    }
+    struct report_event *owed = rec->u.id.owes;
+    if (owed) {
+        rec->u.id.owes = NULL;
+        event_add(owed, e->arrived_mono_ns, example_of(e));
+        owed->owed--;
+        event_finish(rp, owed);
+    }
+    if (rp->open[rec->route])
+        storm_count(rp, rec, rp->open[rec->route], m, e);
+}
+
+static void identify_locked(struct report *rp, struct report_mark *m,
+                            const struct journal_entry *e, bool will_process)
+{
+    m->identified = true;
+    m->body_hash = e->body_hash;
+    if (e->route < 0 || e->route >= REPORT_ROUTES) /* route other: nothing to judge */
+        return;
+    bool refused = false;
+    const char *ident = identity(e);
+    if (ident && (m->id_rec = rec_get(rp, REC_ID, e->route, ident, &refused)))
+        resend(rp, m->id_rec, m, e);
+    if (e->route == ROUTE_CONFIRM_ID && (e->order_id || e->payment_key)) {
+        m->has_key = e->idempotency_key != NULL;
+        m->key_hash = m->has_key ? hash64(e->idempotency_key, strlen(e->idempotency_key), 0) : 0;
+        if (e->order_id)
+            m->order_rec = rec_get(rp, REC_ORDER, e->route, e->order_id, &refused);
+        if (e->payment_key)
+            m->pk_rec = rec_get(rp, REC_PK, e->route, e->payment_key, &refused);
+        if (conflicts(m->order_rec, m) || conflicts(m->pk_rec, m))
+            note(rp, K_NEW_KEY_RESEND, example_of(e));
+        if (will_process) {
+            proc_add(m->order_rec, m);
+            proc_add(m->pk_rec, m);
+            m->processing = true;
+        }
+    }
+    if (refused)
+        rp->unjudged++;
+}
+
+void report_begin(struct report *rp, struct report_mark *m, uint64_t id)
+{
+    (void)rp;
+    memset(m, 0, sizeof *m);
+    m->id = id;
+}
+
+void report_identify(struct report *rp, struct report_mark *m, const struct journal_entry *e,
+                     bool will_process)
+{
+    pthread_mutex_lock(&rp->lock);
+    if (m->id >= rp->first_id && !m->identified)
+        identify_locked(rp, m, e, will_process);
+    pthread_mutex_unlock(&rp->lock);
+}
+
+void report_end(struct report *rp, struct report_mark *m, const struct journal_entry *e)
+{
+    pthread_mutex_lock(&rp->lock);
+    if (m->id < rp->first_id) { /* begun before the last reset: it belongs to that run */
+        pthread_mutex_unlock(&rp->lock);
+        return;
+    }
+    if (!m->identified)
+        identify_locked(rp, m, e, false);
+    rp->judged++;
+    if (e->key_reuse)
+        note(rp, K_KEY_REUSE, example_of(e));
+    if (m->processing) {
+        proc_remove(m->order_rec, m);
+        proc_remove(m->pk_rec, m);
+        m->processing = false;
+    }
+    /* Approved by it (whatever answer it got: a drop_response or a commit:true error hides a
+     * commit), or the replay of a success (not of a stored 4xx). */
+    if (e->committed || (e->outcome == OUT_REPLAYED && e->status >= 200 && e->status < 300)) {
+        commit_add(m->order_rec, m);
+        commit_add(m->pk_rec, m);
+    }
+    struct report_rec *rec = m->id_rec;
+    if (rec) {
+        rec->u.id.answered = true;
+        rec->u.id.sent_ns = e->sent_mono_ns;
+        rec->u.id.body_hash = e->body_hash ? e->body_hash : m->body_hash;
+        rec->u.id.retry_after_s = e->retry_after_s;
+        rec->u.id.status = (int16_t)e->status;
+        rec->u.id.delivered = (uint8_t)e->delivered;
+    }
+    if (e->route >= 0 && e->route < REPORT_ROUTES) {
+        struct report_event *ev = rp->open[e->route];
+        if (failed(e)) {
+            if (!ev)
+                ev = event_open(rp, e->route);
+            if (ev && rec) {
+                storm_count(rp, rec, ev, m, e);
+                if (rec->u.id.failed_event != ev->seq) { /* its first failure in ev */
+                    rec->u.id.failed_event = ev->seq;
+                    if (!rec->u.id.owes) {
+                        rec->u.id.owes = ev;
+                        ev->owed++;
+                    }
                 }
             }
+        } else if (succeeded(e) && ev) {
+            ev->open = false;
+            rp->open[e->route] = NULL;
+            event_finish(rp, ev);
         }
     }
-    /* Failure events, per route, in arrival order. */
-    for (int route = 0; route < 4; route++) {
-        size_t start = SIZE_MAX, last = 0;
-        for (size_t i = 0; i <= n; i++) {
-            bool end = i == n;
-            if (!end && v[i].route != route)
-                continue;
-            if (!end && failed(&v[i])) {
-                if (start == SIZE_MAX)
-                    start = i;
-                last = i;
-            } else if (end || succeeded(&v[i])) {
-                if (start != SIZE_MAX)
-                    judge_event(v, n, start, last, f);
-                start = SIZE_MAX;
-            }
+    pthread_mutex_unlock(&rp->lock);
+}
+
+/* --- lifecycle ------------------------------------------------------------------------------ */
+
+static int state_init(struct report *rp)
+{
+    rp->buckets = calloc(FIRST_BUCKETS, sizeof *rp->buckets);
+    rp->n_buckets = rp->buckets ? FIRST_BUCKETS : 0;
+    return rp->buckets ? 0 : -1;
+}
+
+static void state_fini(struct report *rp)
+{
+    for (size_t i = 0; i < rp->n_buckets; i++)
+        for (struct report_rec *r = rp->buckets[i], *next; r; r = next) {
+            next = r->next;
+            if (r->kind != REC_ID)
+                free(r->u.pay.proc);
+            free(r);
         }
+    free(rp->buckets);
+    rp->buckets = NULL;
+    rp->n_buckets = rp->n_recs = 0;
+    for (struct report_event *ev = rp->unfinished, *next; ev; ev = next) {
+        next = ev->next;
+        event_free(ev);
     }
+    rp->unfinished = NULL;
+    memset(rp->open, 0, sizeof rp->open);
+    for (int k = 0; k < K_N; k++)
+        for (size_t i = 0; i < rp->f[k].n_examples; i++)
+            free(rp->f[k].examples[i]);
+    memset(rp->f, 0, sizeof rp->f);
+    rp->judged = rp->unjudged = 0;
+}
+
+int report_init(struct report *rp, size_t max_identities, int64_t since_unix_us,
+                uint64_t first_id)
+{
+    memset(rp, 0, sizeof *rp);
+    pthread_mutex_init(&rp->lock, NULL);
+    rp->max_identities = max_identities ? max_identities : 1;
+    rp->since_unix_us = since_unix_us;
+    rp->first_id = first_id;
+    return state_init(rp);
+}
+
+void report_fini(struct report *rp)
+{
+    state_fini(rp);
+    pthread_mutex_destroy(&rp->lock);
+}
+
+void report_reset(struct report *rp, int64_t since_unix_us, uint64_t first_id)
+{
+    pthread_mutex_lock(&rp->lock);
+    state_fini(rp);
+    state_init(rp); /* out of memory: no buckets, and rec_get creates nothing */
+    rp->since_unix_us = since_unix_us;
+    rp->first_id = first_id;
+    pthread_mutex_unlock(&rp->lock);
+}
+
+/* --- rendering ------------------------------------------------------------------------------ */
+
+/* The findings as of now: the tallies, and the events not yet finished judged as they stand. */
+static void render_findings(struct report *rp, struct buf *b)
+{
+    struct {
+        size_t count;
+        char *examples[10];
+        size_t n_examples;
+    } v[K_N];
+    for (int k = 0; k < K_N; k++) {
+        v[k].count = rp->f[k].count;
+        v[k].n_examples = rp->f[k].n_examples;
+        memcpy(v[k].examples, rp->f[k].examples, sizeof v[k].examples);
+    }
+    for (struct report_event *ev = rp->unfinished; ev; ev = ev->next)
+        if (bunched(ev)) {
+            v[K_SYNC].count++;
+            add_example(v[K_SYNC].examples, &v[K_SYNC].n_examples, ev->example, false);
+        }
     buf_adds(b, "{\"findings\":[");
     bool first = true;
     for (int k = 0; k < K_N; k++) {
-        if (!f[k].count)
+        if (!v[k].count)
             continue;
         if (!first)
             buf_addc(b, ',');
@@ -216,13 +593,84 @@ void report_render(struct buf *b, const struct journal_entry *v, size_t n)
         buf_add_json_strz(b, rules[k].rule);
         buf_adds(b, ",\"threshold\":");
         buf_add_json_strz(b, rules[k].threshold);
-        buf_addf(b, ",\"count\":%zu,\"examples\":[", f[k].count);
-        for (size_t i = 0; i < f[k].n_examples; i++) {
+        buf_addf(b, ",\"count\":%zu,\"examples\":[", v[k].count);
+        for (size_t i = 0; i < v[k].n_examples; i++) {
             if (i)
                 buf_addc(b, ',');
-            buf_add_json_strz(b, f[k].examples[i]);
+            buf_add_json_strz(b, v[k].examples[i]);
         }
         buf_adds(b, "]}");
     }
-    buf_adds(b, "]}");
+    buf_addc(b, ']');
+}
+
+void report_render_state(struct report *rp, struct buf *b)
+{
+    pthread_mutex_lock(&rp->lock);
+    render_findings(rp, b);
+    buf_addf(b, ",\"judged_requests\":%llu,\"complete\":%s", (unsigned long long)rp->judged,
+             rp->unjudged ? "false" : "true");
+    if (rp->unjudged) {
+        buf_addf(b, ",\"reason\":\"more identities than --report-max-identities (%zu) since the "
+                    "last reset: %llu requests were judged only in part\"",
+                 rp->max_identities, (unsigned long long)rp->unjudged);
+    }
+    char since[32];
+    fmt_kst(rp->since_unix_us, since);
+    buf_addf(b, ",\"since\":\"%s\"}", since);
+    pthread_mutex_unlock(&rp->lock);
+}
+
+/* One step of a replay: entry i arrives (end = false) or ends at time t. */
+struct step {
+    int64_t t;
+    bool end;
+    size_t i;
+};
+
+static int cmp_step(const void *a, const void *b)
+{
+    const struct step *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    if (x->end != y->end)
+        return x->end ? -1 : 1; /* an end at the instant of an arrival is before it */
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+void report_render(struct buf *b, const struct journal_entry *v, size_t n)
+{
+    struct report rp;
+    struct report_mark *m = calloc(n ? n : 1, sizeof *m);
+    struct step *s = calloc(n ? 2 * n : 1, sizeof *s);
+    if (!m || !s || report_init(&rp, SIZE_MAX, 0, 1) != 0) {
+        free(m);
+        free(s);
+        b->oom = true;
+        return;
+    }
+    size_t ns = 0;
+    for (size_t i = 0; i < n; i++) {
+        s[ns++] = (struct step){v[i].arrived_mono_ns, false, i};
+        if (v[i].ended_mono_ns)
+            s[ns++] = (struct step){v[i].ended_mono_ns, true, i};
+    }
+    qsort(s, ns, sizeof *s, cmp_step);
+    for (size_t k = 0; k < ns; k++) {
+        const struct journal_entry *e = &v[s[k].i];
+        struct report_mark *mk = &m[s[k].i];
+        if (!mk->id) { /* its arrival (first, even when it ended in the same instant) */
+            report_begin(&rp, mk, s[k].i + 1);
+            bool will_process = e->outcome != OUT_DROPPED_REQUEST &&
+                                e->outcome != OUT_THROTTLED && e->outcome != OUT_CAPPED;
+            report_identify(&rp, mk, e, will_process);
+        }
+        if (s[k].end)
+            report_end(&rp, mk, e);
+    }
+    render_findings(&rp, b);
+    buf_addc(b, '}');
+    report_fini(&rp);
+    free(m);
+    free(s);
 }

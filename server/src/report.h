@@ -1,16 +1,104 @@
-/* report.h -- what the client under test did wrong, judged from the journal (docs/admin.md §5
- * GET /__admin/report). Pure: a function of the journal entries. */
+/* report.h -- what the client under test did wrong (docs/admin.md §5 GET /__admin/report),
+ * judged incrementally over every gateway request since the last reset, apart from the
+ * journal's ring: observe.c feeds each request in three steps (begin, identify, end) and the
+ * state keeps per identity only what the findings need. Its size is bounded by a number of identities (--report-max-identities). No I/O; one
+ * mutex, a leaf lock (nothing else is taken under it). */
 #ifndef FAKEGATE_REPORT_H
 #define FAKEGATE_REPORT_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "buf.h"
 #include "journal.h"
 
+/* The default of --report-max-identities (docs/cli.md §1). */
+#define REPORT_MAX_IDENTITIES_DEFAULT 1000000
+
+struct report_rec;                 /* report.c: one identity's state */
+struct report_event;               /* report.c: one failure event's resends */
+
+/* One finding kind's tally: a count and up to 10 distinct examples (owned copies). */
+struct report_finding {
+    size_t count;
+    char *examples[10];
+    size_t n_examples;
+};
+
+#define REPORT_KINDS 6             /* retried_4xx ... retry_storm (report.c's table) */
+#define REPORT_ROUTES 4            /* confirm, cancel, read, default: enum route_id */
+
+struct report {
+    pthread_mutex_t lock;
+    size_t max_identities;         /* the bound on n_recs */
+    uint64_t first_id;             /* journal ids below this belong to an earlier run */
+    int64_t since_unix_us;         /* the last reset, or the start */
+    uint64_t judged;               /* requests ended since then */
+    uint64_t unjudged;             /* of those, requests whose identity found no room */
+    struct report_rec **buckets;   /* chained hash table of identities */
+    size_t n_buckets, n_recs;
+    uint32_t event_seq;            /* failure events numbered 1, 2, ... */
+    struct report_event *open[REPORT_ROUTES]; /* the failure event open on each route */
+    struct report_event *unfinished; /* events whose resends may still come, newest first */
+    struct report_finding f[REPORT_KINDS];
+};
+
+/* What a request carries for the report between its steps (embedded in struct request, or
+ * in a caller's array; zero-initialised). Written only by report.c, under the report's lock. */
+struct report_mark {
+    uint64_t id;                   /* its journal id (0: not begun) */
+    bool identified;               /* report_identify ran (or report_end stood in for it) */
+    bool processing;               /* counted as processing in its order's and paymentKey's
+                                      state until it ends */
+    uint64_t key_hash;             /* its Idempotency-Key's hash (with has_key) */
+    uint64_t body_hash;            /* its canonical body's, as identified (0: none) */
+    bool has_key;
+    uint32_t storm_event;          /* the failure event its arrival was counted in (0: none) */
+    struct report_rec *id_rec, *order_rec, *pk_rec; /* borrowed while id >= first_id */
+};
+
+/* An empty report bounded by `max_identities` (>= 1), dated `since_unix_us`, judging journal
+ * ids from `first_id` on. Returns 0, or -1 on out of memory. Thread: main, before start. */
+int report_init(struct report *rp, size_t max_identities, int64_t since_unix_us,
+                uint64_t first_id);
+void report_fini(struct report *rp);
+
+/* POST /__admin/reset: forget everything; judge journal ids from `first_id` on (the journal's
+ * first id after its own reset), dated `since_unix_us`. Marks of earlier requests are ignored
+ * from now on. Thread: any. */
+void report_reset(struct report *rp, int64_t since_unix_us, uint64_t first_id);
+
+/* Step 1, when the request's journal entry begins: m remembers its journal `id`. Thread: the
+ * request's. */
+void report_begin(struct report *rp, struct report_mark *m, uint64_t id);
+
+/* Step 2, once what identifies the request is known (its plan was drawn, or it was answered
+ * before one): e's route, idempotency_key, order_id, payment_key, body_hash and
+ * arrived_mono_ns (borrowed for the call). `will_process`: it can reach processing (false for
+ * a drop_request fault, a throttle or a cap). Judges it as a resend (retried_4xx,
+ * early_retry, new_key_resend, a failure event's arrivals). At most once per request; later
+ * calls are ignored. Thread: the request's. */
+void report_identify(struct report *rp, struct report_mark *m, const struct journal_entry *e,
+                     bool will_process);
+
+/* Step 3, when the request has ended: e is its complete entry (identity, status,
+ * delivered, sent_mono_ns, retry_after_s, outcome, key_reuse, committed; borrowed). Runs
+ * report_identify first if it never ran (will_process false). Counts it as judged. Thread:
+ * the request's (completion). */
+void report_end(struct report *rp, struct report_mark *m, const struct journal_entry *e);
+
+/* Render GET /__admin/report: {"findings":[...],"judged_requests":N,"complete":true|false,
+ * ["reason":"...",]"since":"<+09:00 time>"}. Thread: any. */
+void report_render_state(struct report *rp, struct buf *b);
+
 /* Render {"findings":[{"kind","rule","threshold","count","examples":[orderId...]}]} for the
- * entries v[0..n) (oldest first), one finding per kind that occurred, up to 10 examples each:
- * retried_4xx, early_retry, new_key_resend, key_reuse, synchronized_retries, retry_storm. */
+ * entries v[0..n) (oldest first): they are replayed through a fresh report as the events they
+ * record (each arrival at arrived_mono_ns, each end at ended_mono_ns; an end before an arrival
+ * at the same instant), the same judging the server does. One finding per kind that occurred,
+ * up to 10 examples each: retried_4xx, early_retry, new_key_resend, key_reuse,
+ * synchronized_retries, retry_storm. Thread: any. */
 void report_render(struct buf *b, const struct journal_entry *v, size_t n);
 
 #endif

@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "journal.h"
 #include "profile.h"
+#include "report.h"
 
 struct live;
 
@@ -80,6 +81,8 @@ struct response {
                               is stopping, memory ran out): no way-out fault applies to it */
     enum wire wire;
     double wire_ms;        /* WIRE_HANG, WIRE_DRIP */
+    char trace_id[33];     /* the x-tosspayments-trace-id it was sent with (http.c, at send
+                              time); "" when nothing was sent */
 };
 
 /* What admission (admit.c) decided and keeps for the handlers. */
@@ -110,6 +113,7 @@ struct observe_state {
     int64_t sent_ns;       /* monotonic: the answer was handed to libmicrohttpd (http.c) */
     bool client_gone;      /* the client had closed its side before the answer was sent
                               (http.c) */
+    struct report_mark report; /* its steps through the report (report.c) */
 };
 
 struct idem_record;

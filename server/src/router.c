@@ -193,6 +193,7 @@ static enum handler_result leave(struct gateway *g, struct request *r, enum hand
 /* The header checks in order; true when the request may go on to its body. */
 static bool headers_admitted(struct gateway *g, struct request *r)
 {
+    r->route = ROUTE_OTHER; /* until route() finds one: a 431 or a framing error has none */
     if (!admit_framing(r) || !route(r))
         return false;
     if (!is_v1(r->kind))

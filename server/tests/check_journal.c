@@ -42,12 +42,13 @@ static json_t *rendered_requests(const struct journal_entry *v, size_t n)
 {
     struct buf b;
     buf_init(&b);
-    journal_render(&b, v, n);
+    journal_render(&b, v, n, n);
     ck_assert(!b.oom);
     json_error_t je;
     json_t *root = json_loadb(b.data, b.len, 0, &je);
     ck_assert_msg(root != NULL, "journal_render is not JSON (%s): %.300s", je.text, b.data);
-    ck_assert_int_eq((int)json_object_size(root), 1);
+    ck_assert_int_eq((int)json_object_size(root), 2);
+    ck_assert_int_eq((int)json_integer_value(json_object_get(root, "total")), (int)n);
     json_t *a = json_object_get(root, "requests");
     ck_assert(json_is_array(a));
     json_incref(a);
@@ -341,6 +342,10 @@ START_TEST(test_journal_render_shows_a_pending_and_a_completed_entry)
     v[1].code = "NOT_FOUND_PAYMENT";
     v[1].outcome = OUT_BUSINESS_ERROR;
     v[1].delivered = DELIVERED_YES;
+    v[1].queue_latency_ms = 2;
+    v[1].latency_ms = 10;
+    v[1].spent_latency_ms = 2; /* the queue only: answered before its processing latency */
+    snprintf(v[1].trace_id, sizeof v[1].trace_id, "0123456789abcdef0123456789abcdef");
 
     json_t *a = rendered_requests(v, 2);
     ck_assert_uint_eq(json_array_size(a), 2);
@@ -364,7 +369,11 @@ START_TEST(test_journal_render_shows_a_pending_and_a_completed_entry)
     ck_assert(json_is_null(json_object_get(p, "outcome")));
     ck_assert_str_eq(str_of(p, "delivered"), "pending");
     ck_assert(json_is_null(json_object_get(p, "duration_ms")));
-    ck_assert_int_eq((int)json_object_size(p), 15);
+    /* Pending: no trace id sent and nothing spent yet; the plan is queue + processing. */
+    ck_assert(json_is_null(json_object_get(p, "trace_id")));
+    ck_assert(json_is_null(json_object_get(p, "latency_ms")));
+    ck_assert_double_eq(num_of(p, "planned_latency_ms"), 800);
+    ck_assert_int_eq((int)json_object_size(p), 18);
 
     const json_t *c = json_array_get(a, 1);
     ck_assert_int_eq(json_integer_value(json_object_get(c, "id")), 42);
@@ -380,6 +389,10 @@ START_TEST(test_journal_render_shows_a_pending_and_a_completed_entry)
     ck_assert_str_eq(str_of(c, "outcome"), "business_error");
     ck_assert_str_eq(str_of(c, "delivered"), "yes");
     ck_assert_double_eq_tol(num_of(c, "duration_ms"), 12.5, 1e-9);
+    ck_assert_str_eq(str_of(c, "trace_id"), "0123456789abcdef0123456789abcdef");
+    ck_assert_double_eq(num_of(c, "planned_latency_ms"), 12);
+    ck_assert_double_eq(num_of(c, "latency_ms"), 2);
+    ck_assert_double_eq(num_of(json_object_get(c, "decision"), "latency_ms"), 10); /* planned */
     json_decref(a);
 }
 END_TEST
@@ -388,8 +401,8 @@ START_TEST(test_journal_render_of_no_entries_is_an_empty_array)
 {
     struct buf b;
     buf_init(&b);
-    journal_render(&b, NULL, 0);
-    ck_assert_str_eq(b.data, "{\"requests\":[]}");
+    journal_render(&b, NULL, 0, 0);
+    ck_assert_str_eq(b.data, "{\"requests\":[],\"total\":0}");
     buf_fini(&b);
 }
 END_TEST

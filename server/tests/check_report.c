@@ -265,11 +265,10 @@ START_TEST(test_report_does_not_flag_a_new_key_after_nothing_committed)
     v[0].ended_mono_ns = 500 * MS_NS;
     v[1] = confirm(10, "ord_thr", "key-thr-2", 200);
     assert_no_findings(v, N(v));
-    /* Both without a key: no key was switched. */
-    v[0] = confirm(0, "ord_nokey", NULL, 200);
-    v[0].committed = true;
-    v[1] = confirm(10, "ord_nokey", NULL, 400);
-    v[1].body_hash = 2;
+    /* The same key while the first is processing: the 409 is the right answer. */
+    v[0] = confirm(0, "ord_same", "key-same", 200);
+    v[0].ended_mono_ns = 500 * MS_NS;
+    v[1] = confirm(10, "ord_same", "key-same", 409);
     assert_no_findings(v, N(v));
     /* Another route (a read of the order) is not a confirm. */
     v[0] = confirm(0, "ord_read", "key-read-1", 200);
@@ -277,6 +276,25 @@ START_TEST(test_report_does_not_flag_a_new_key_after_nothing_committed)
     v[1] = confirm(10, "ord_read", NULL, 200);
     v[1].route = 2;
     assert_no_findings(v, N(v));
+}
+END_TEST
+
+/* docs/admin.md §5: a missing key differs from every key, including another missing one. */
+START_TEST(test_report_flags_a_keyless_confirm_after_a_keyless_one_as_new_key_resend)
+{
+    struct journal_entry v[2];
+    /* A 500 that committed, then the same order again without a key. */
+    v[0] = confirm(0, "ord_nk0", NULL, 500);
+    v[0].committed = true;
+    v[1] = confirm(10, "ord_nk0", NULL, 400);
+    v[1].body_hash = 2;
+    assert_only_finding(v, N(v), "new_key_resend", 1, EXAMPLES("ord_nk0"));
+    /* While the first (without a key) is still processing. */
+    v[0] = confirm(0, "ord_nk1", NULL, 200);
+    v[0].ended_mono_ns = 500 * MS_NS;
+    v[1] = confirm(10, "ord_nk1", NULL, 400);
+    v[1].body_hash = 2;
+    assert_only_finding(v, N(v), "new_key_resend", 1, EXAMPLES("ord_nk1"));
 }
 END_TEST
 
@@ -429,6 +447,7 @@ Suite *make_suite(void)
     tcase_add_test(kinds, test_report_flags_a_resend_before_retry_after_as_early_retry);
     tcase_add_test(kinds, test_report_flags_a_new_key_for_a_committed_order_as_new_key_resend);
     tcase_add_test(kinds, test_report_does_not_flag_a_new_key_after_nothing_committed);
+    tcase_add_test(kinds, test_report_flags_a_keyless_confirm_after_a_keyless_one_as_new_key_resend);
     tcase_add_test(kinds, test_report_flags_a_key_sent_with_another_body_as_key_reuse);
     tcase_add_test(kinds, test_report_flags_resends_bunched_after_one_failure_as_synchronized_retries);
     tcase_add_test(kinds, test_report_does_not_flag_spread_resends_or_fewer_than_4_identities);
