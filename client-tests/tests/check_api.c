@@ -821,6 +821,49 @@ START_TEST(test_test_gsk_key_is_accepted_without_secret_key_flag)
 }
 END_TEST
 
+/* HTTP's scheme names are case-insensitive and optional whitespace around a field value is not
+ * part of it (RFC 9110 §11.1, §5.5; docs/api.md §2): each spelling below is the default key. What
+ * is not Basic credentials stays 400. */
+START_TEST(test_basic_scheme_in_any_case_and_spaces_around_credentials_are_accepted)
+{
+    fg_server *s = start_server(NULL);
+    char b64[128];
+    fg_base64("test_sk_case:", strlen("test_sk_case:"), b64, sizeof b64);
+    static const struct {
+        const char *before, *after; /* the Authorization line is before + credentials + after; */
+        long status;                /* after NULL: no credentials */
+    } cases[] = {
+        {"Authorization: basic ", "", 200},    {"Authorization: BASIC ", "", 200},
+        {"Authorization: bAsIc ", "", 200},    {"Authorization: Basic    ", "", 200},
+        {"Authorization: Basic ", " ", 200},   {"Authorization: BASIC   ", "   ", 200},
+        {"Authorization: Basic ", "\t", 200},  {"Authorization: Basic\t", "", 200},
+        {"Authorization: Basic", "", 400},     {"Authorization: Basic ", " x", 400},
+        {"Authorization: Basics ", "", 400},   {"Authorization: Basic", NULL, 400},
+    };
+    size_t ok = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char auth[256], body[160];
+        snprintf(auth, sizeof auth, "%s%s%s", cases[i].before, cases[i].after ? b64 : "",
+                 cases[i].after ? cases[i].after : "");
+        snprintf(body, sizeof body,
+                 "{\"paymentKey\":\"pk_case_%zu\",\"orderId\":\"order_case_%zu\",\"amount\":1000}",
+                 i, i);
+        const char *headers[] = {auth, NULL};
+        fg_response r;
+        post_confirm_raw_body(s, body, headers, &r);
+        ck_assert_msg(r.status == cases[i].status, "'%s': want %ld, got %ld %.200s", auth,
+                      cases[i].status, r.status, r.body);
+        if (cases[i].status == 400)
+            assert_error(&r, 400, "INCORRECT_BASIC_AUTH_FORMAT");
+        else
+            ok++;
+        fg_response_fini(&r);
+    }
+    ck_assert_uint_eq(ledger_size(s), ok);
+    stop_server(s);
+}
+END_TEST
+
 static const char *const max_body_args[] = {"--max-body", "1024", NULL};
 
 START_TEST(test_body_over_max_body_gets_413)
@@ -1342,6 +1385,7 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_wrong_value_message_names_its_line_and_column_in_characters);
     tcase_add_test(tc, test_wrong_secret_key_gets_401_unauthorized_key);
     tcase_add_test(tc, test_test_gsk_key_is_accepted_without_secret_key_flag);
+    tcase_add_test(tc, test_basic_scheme_in_any_case_and_spaces_around_credentials_are_accepted);
     tcase_add_test(tc, test_secret_key_list_trims_spaces_and_empty_values_exit_2);
     tcase_add_test(tc, test_body_over_max_body_gets_413);
     tcase_add_test(tc, test_body_over_max_body_with_expect_gets_413_before_body);
