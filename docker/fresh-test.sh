@@ -51,10 +51,10 @@ if [ ! -s "$STATE/base.tar" ]; then
   case "$mirror $security" in *https:*) include=make,ca-certificates;; esac
   log "base: mmdebstrap minbase bookworm + $include from $mirror${security:+ and $security}"
   t0=$(now)
-  mmdebstrap --quiet --variant=minbase --mode=root --include="$include" \
+  mmdebstrap --quiet --variant=minbase --mode=root --format=tar --include="$include" \
     --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
-    bookworm "$STATE/base.tar.tmp" "${lists[@]}"
-  mv "$STATE/base.tar.tmp" "$STATE/base.tar"
+    bookworm "$STATE/base.tmp.tar" "${lists[@]}"
+  mv "$STATE/base.tmp.tar" "$STATE/base.tar"
   log "base made in $(elapsed "$t0" "$(now)") s ($(du -h "$STATE/base.tar" | cut -f1)): cold run"
 else
   log "base: cached $STATE/base.tar ($(date -r "$STATE/base.tar" '+%F %T')): warm run"
