@@ -53,7 +53,8 @@ if [ ! -s "$STATE/base.tar" ]; then
   t0=$(now)
   mmdebstrap --quiet --variant=minbase --mode=root --format=tar --include="$include" \
     --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
-    bookworm "$STATE/base.tmp.tar" "${lists[@]}"
+    bookworm "$STATE/base.tmp.tar" "${lists[@]}" >"$STATE/mmdebstrap.log" 2>&1 ||
+    { cat "$STATE/mmdebstrap.log" >&2; die "mmdebstrap failed"; }
   mv "$STATE/base.tmp.tar" "$STATE/base.tar"
   log "base made in $(elapsed "$t0" "$(now)") s ($(du -h "$STATE/base.tar" | cut -f1)): cold run"
 else
@@ -110,6 +111,7 @@ if [ \$ready != 1 ]; then
   say "FAIL: no ready line from make run within $READY_S s; its output:"; cat /tmp/make-run.log
   kill -TERM -- -\$run 2>/dev/null; exit 1
 fi
+grep '^install-deps: \(missing\|installed\)' /tmp/make-run.log
 say "ok: make run printed its ready line after \$(el "\$t") s: \$(grep '^fakegate listening' /tmp/make-run.log)"
 
 out=\$(http GET /healthz) || { say "FAIL: GET /healthz: no connection"; exit 1; }
