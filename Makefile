@@ -1,5 +1,5 @@
 # fakegate -- build, run and test. `make help` prints this list of every target.
-#   make                  build build/fakegate
+#   make, make all        build build/fakegate
 #   make run              build and start on 127.0.0.1:8080 with the `normal` profile
 #   make test             every Check suite (server/tests) and black-box test (client-tests);
 #                         ends with "N passed, M failed"
@@ -13,6 +13,7 @@
 #   make bench            fakegate against nginx and a bare libmicrohttpd server; BENCHMARKS.md
 #   make install          install the binary and the shipped profiles (the block at the end)
 #   make uninstall        remove what `make install` installed
+#   make deps             install what the goals miss (the targets above run it first)
 #   make help             this list
 # On a fresh Debian or Ubuntu machine `make`, `make run` and `make test` install the packages
 # they miss first (scripts/install-deps, as root or through sudo; NO_INSTALL=1: only say what).
@@ -59,7 +60,7 @@ BB_BIN    := $(BB_SRC:client-tests/tests/%.c=$(BUILD)/client-tests/%)
 # Object files are not intermediates: keep them, so a second `make` relinks nothing.
 .SECONDARY:
 
-.PHONY: all run test unit blackbox clean deps help
+.PHONY: all run test clean deps help
 all: deps $(BUILD)/fakegate
 
 # The header comment of this file, from line 2 to the first blank line.
