@@ -881,8 +881,8 @@ START_TEST(test_confirm_below_100_won_gets_below_minimum_amount_with_toss_messag
     fg_response_fini(&r);
 
     const char *en[] = {s->auth_header, "Accept-Language: en-US", NULL};
-    post_confirm_raw_body(s, "{\"paymentKey\":\"pk_min_1\",\"orderId\":\"order_min_1\",\"amount\":50}",
-                          en, &r);
+    post_confirm_raw_body(s, "{\"paymentKey\":\"pk_min_1\",\"orderId\":\"order_min_1\","
+                             "\"amount\":50}", en, &r);
     assert_error(&r, 400, "BELOW_MINIMUM_AMOUNT");
     ck_assert_str_eq(fg_json_str(r.json, "message"),
                      "Card payments require at least 100 KRW, account payments at least 200 KRW.");
