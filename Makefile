@@ -131,7 +131,7 @@ docker-test:
 #                    ready line and answer GET /healthz and a confirm, then `make test` must
 #                    pass. Root, and port 8080 free on the host; fails on any failed step.
 #                    Measured on 2 shared cores: 3 min 55 s cold (the base tarball made, 42 s),
-#                    3 min 18 s warm (cached; `make clean` drops it). Either way `make run`
+#                    3 min 18-44 s warm (cached; `make clean` drops it). Either way `make run`
 #                    installs the server's packages (~25 s) and `make test` the tests' (~160 s
 #                    with the build and the suites).
 fresh-test:
