@@ -551,6 +551,10 @@ static const struct bad_case bad_cases[] = {
      "amount", AT_VALUE},
     {"amount -0", NULL, AMOUNT_BODY("-0"), IDEM_NORMAL, 400, "INVALID_REQUEST", NULL, "amount",
      AT_VALUE},
+    {"amount 99", NULL, AMOUNT_BODY("99"), IDEM_NORMAL, 400, "BELOW_MINIMUM_AMOUNT", NULL, NULL,
+     NOWHERE},
+    {"amount 1", NULL, AMOUNT_BODY("1"), IDEM_NORMAL, 400, "BELOW_MINIMUM_AMOUNT", NULL, NULL,
+     NOWHERE},
     {"amount missing", NULL, "{\"paymentKey\":\"{PK}\",\"orderId\":\"{OID}\"}", IDEM_NORMAL, 400,
      "INVALID_REQUEST", NULL, "amount", NOWHERE},
     {"orderId of 5", NULL, "{\"paymentKey\":\"{PK}\",\"orderId\":\"abcde\",\"amount\":1000}",
@@ -821,6 +825,82 @@ START_TEST(test_test_gsk_key_is_accepted_without_secret_key_flag)
 }
 END_TEST
 
+/* HTTP's scheme names are case-insensitive and optional whitespace around a field value is not
+ * part of it (RFC 9110 §11.1, §5.5; docs/api.md §2): each spelling below is the default key. What
+ * is not Basic credentials stays 400. */
+START_TEST(test_basic_scheme_in_any_case_and_spaces_around_credentials_are_accepted)
+{
+    fg_server *s = start_server(NULL);
+    char b64[128];
+    fg_base64("test_sk_case:", strlen("test_sk_case:"), b64, sizeof b64);
+    static const struct {
+        const char *before, *after; /* the Authorization line is before + credentials + after; */
+        long status;                /* after NULL: no credentials */
+    } cases[] = {
+        {"Authorization: basic ", "", 200},    {"Authorization: BASIC ", "", 200},
+        {"Authorization: bAsIc ", "", 200},    {"Authorization: Basic    ", "", 200},
+        {"Authorization: Basic ", " ", 200},   {"Authorization: BASIC   ", "   ", 200},
+        {"Authorization: Basic ", "\t", 200},  {"Authorization: Basic\t", "", 200},
+        {"Authorization: Basic", "", 400},     {"Authorization: Basic ", " x", 400},
+        {"Authorization: Basics ", "", 400},   {"Authorization: Basic", NULL, 400},
+    };
+    size_t ok = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char auth[256], body[160];
+        snprintf(auth, sizeof auth, "%s%s%s", cases[i].before, cases[i].after ? b64 : "",
+                 cases[i].after ? cases[i].after : "");
+        snprintf(body, sizeof body,
+                 "{\"paymentKey\":\"pk_case_%zu\",\"orderId\":\"order_case_%zu\",\"amount\":1000}",
+                 i, i);
+        const char *headers[] = {auth, NULL};
+        fg_response r;
+        post_confirm_raw_body(s, body, headers, &r);
+        ck_assert_msg(r.status == cases[i].status, "'%s': want %ld, got %ld %.200s", auth,
+                      cases[i].status, r.status, r.body);
+        if (cases[i].status == 400)
+            assert_error(&r, 400, "INCORRECT_BASIC_AUTH_FORMAT");
+        else
+            ok++;
+        fg_response_fini(&r);
+    }
+    ck_assert_uint_eq(ledger_size(s), ok);
+    stop_server(s);
+}
+END_TEST
+
+/* Toss's card minimum (docs/api.md §2.1): 99 won is refused with Toss's message, in either
+ * language, before anything runs; 100 won is approved. */
+START_TEST(test_confirm_below_100_won_gets_below_minimum_amount_with_toss_message)
+{
+    fg_server *s = start_server(NULL);
+    fg_response r;
+    fg_confirm(s, "pk_min_1", "order_min_1", 99, "min-1", &r);
+    assert_error(&r, 400, "BELOW_MINIMUM_AMOUNT");
+    ck_assert_str_eq(fg_json_str(r.json, "message"),
+                     "신용카드는 결제금액이 100원 이상, 계좌는 200원이상부터 결제가 가능합니다.");
+    fg_response_fini(&r);
+
+    const char *en[] = {s->auth_header, "Accept-Language: en-US", NULL};
+    post_confirm_raw_body(s, "{\"paymentKey\":\"pk_min_1\",\"orderId\":\"order_min_1\","
+                             "\"amount\":50}", en, &r);
+    assert_error(&r, 400, "BELOW_MINIMUM_AMOUNT");
+    ck_assert_str_eq(fg_json_str(r.json, "message"),
+                     "Card payments require at least 100 KRW, account payments at least 200 KRW.");
+    fg_response_fini(&r);
+    fg_response gone;
+    get_order(s, "order_min_1", &gone);
+    assert_error(&gone, 404, "NOT_FOUND_PAYMENT");
+    fg_response_fini(&gone);
+
+    fg_confirm(s, "pk_min_1", "order_min_1", 100, "min-1", &r);
+    assert_status(&r, 200);
+    assert_done_payment(r.json, "pk_min_1", "order_min_1", 100, "tgen_fakegate");
+    fg_response_fini(&r);
+    assert_charged_once(s, "pk_min_1", "order_min_1");
+    stop_server(s);
+}
+END_TEST
+
 static const char *const max_body_args[] = {"--max-body", "1024", NULL};
 
 START_TEST(test_body_over_max_body_gets_413)
@@ -936,12 +1016,12 @@ START_TEST(test_unknowable_body_length_gets_400_and_close)
 {
     fg_server *s = start_server(NULL);
     static const char *const framing[] = {
-        "Content-Length: 60\r\nContent-Length: 61\r\n",
+        "Content-Length: 62\r\nContent-Length: 63\r\n",
         "Transfer-Encoding: gzip\r\n",
         "Transfer-Encoding: gzip, chunked\r\n",
     };
-    const char *json = "{\"paymentKey\":\"pk_frm_1\",\"orderId\":\"order_frm_1\",\"amount\":1}";
-    ck_assert_uint_eq(strlen(json), 60);
+    const char *json = "{\"paymentKey\":\"pk_frm_1\",\"orderId\":\"order_frm_1\",\"amount\":100}";
+    ck_assert_uint_eq(strlen(json), 62);
     for (size_t i = 0; i < sizeof framing / sizeof framing[0]; i++) {
         fg_raw_response rr;
         raw_framed_confirm(s, framing[i], json, &rr);
@@ -958,7 +1038,7 @@ START_TEST(test_unknowable_body_length_gets_400_and_close)
     /* What is not ambiguous still works: the same length twice, and the coding's name in
      * another case (RFC 9112: case-insensitive). */
     fg_raw_response rr;
-    raw_framed_confirm(s, "Content-Length: 60\r\nContent-Length: 60\r\n", json, &rr);
+    raw_framed_confirm(s, "Content-Length: 62\r\nContent-Length: 62\r\n", json, &rr);
     ck_assert_msg(rr.status == 200, "the same Content-Length twice: got %d: %s", rr.status,
                   rr.data);
     fg_raw_response_fini(&rr);
@@ -1342,6 +1422,8 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_wrong_value_message_names_its_line_and_column_in_characters);
     tcase_add_test(tc, test_wrong_secret_key_gets_401_unauthorized_key);
     tcase_add_test(tc, test_test_gsk_key_is_accepted_without_secret_key_flag);
+    tcase_add_test(tc, test_basic_scheme_in_any_case_and_spaces_around_credentials_are_accepted);
+    tcase_add_test(tc, test_confirm_below_100_won_gets_below_minimum_amount_with_toss_message);
     tcase_add_test(tc, test_secret_key_list_trims_spaces_and_empty_values_exit_2);
     tcase_add_test(tc, test_body_over_max_body_gets_413);
     tcase_add_test(tc, test_body_over_max_body_with_expect_gets_413_before_body);

@@ -55,7 +55,15 @@ char *base64_decode_strict(const char *in, size_t *out_len)
     return out;
 }
 
-/* Authorization: Basic base64(secretKey + ":") (docs/api.md §2). */
+static bool is_ows(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* Authorization: Basic base64(secretKey + ":") (docs/api.md §2). The scheme name is
+ * case-insensitive (RFC 9110 §11.1) and whitespace around the credentials is not part of them
+ * (RFC 9110 §5.5, §11.4), so "basic", "BASIC", several spaces after the scheme and trailing
+ * spaces all pass; anything else after the credentials does not. */
 static bool authenticate(struct gateway *g, struct request *r)
 {
     if (!r->authorization) {
@@ -63,15 +71,27 @@ static bool authenticate(struct gateway *g, struct request *r)
         return false;
     }
     const char *h = r->authorization;
-    if (strncmp(h, "Basic ", 6) != 0) {
+    while (is_ows(*h))
+        h++;
+    if (strncasecmp(h, "Basic", 5) != 0 || !is_ows(h[5])) {
         request_error(r, "INCORRECT_BASIC_AUTH_FORMAT", NULL);
         return false;
     }
-    h += 6;
-    while (*h == ' ')
+    h += 5;
+    while (is_ows(*h))
         h++;
+    size_t n = strlen(h);
+    while (n > 0 && is_ows(h[n - 1]))
+        n--;
+    char *cred = strndup(h, n);
+    if (!cred) {
+        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
+        r->resp.internal = true;
+        return false;
+    }
     size_t len;
-    char *dec = base64_decode_strict(h, &len);
+    char *dec = base64_decode_strict(cred, &len);
+    free(cred);
     char *colon = dec ? memchr(dec, ':', len) : NULL;
     if (!colon || memchr(dec, '\0', len)) {
         free(dec);

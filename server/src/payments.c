@@ -647,6 +647,27 @@ static bool test_code(struct request *r)
     return true;
 }
 
+/* Toss's minimum for a card payment, in won; an account transfer's would be 200, but every
+ * fakegate payment is a card payment (docs/api.md §2.1, §2.3 method 카드). */
+#define CARD_MINIMUM_AMOUNT 100
+
+/* A confirm below the card minimum → 400 BELOW_MINIMUM_AMOUNT with Toss's message (docs/api.md
+ * §2.1). A validation error, checked with the fields and before the plan, not a business error
+ * at the claim: it depends on the body alone, never on the ledger, so nothing needs to run to
+ * decide it. Like every invalid request it is not stored under an Idempotency-Key
+ * (docs/idempotency.md §3 "What is not stored"), creates no lenient payment and counts no
+ * attempt, and the corrected amount under the same key runs normally; what is stored at the
+ * claim is what the ledger decides (ALREADY_PROCESSED_PAYMENT, DUPLICATED_ORDER_ID, ...).
+ * Returns true if r is answered. */
+static bool below_minimum(struct request *r)
+{
+    if (r->amount >= CARD_MINIMUM_AMOUNT)
+        return false;
+    request_error(r, "BELOW_MINIMUM_AMOUNT", NULL);
+    r->obs.outcome = OUT_INVALID;
+    return true;
+}
+
 /* A request answered before its plan (a test code, an invalid field): journal what identifies
  * it and its body, so the report can tell when the same request is sent again after this 4xx
  * (retried_4xx). */
@@ -684,7 +705,7 @@ enum handler_result payments_confirm(struct gateway *g, struct request *r)
     struct body *b = body_parse(r);
     if (!b)
         return H_RESPOND;
-    if (test_code(r) || !body_confirm(r, b))
+    if (test_code(r) || !body_confirm(r, b) || below_minimum(r))
         return unplanned(g, r, b);
     body_free(b);
     if (!plan_current(g, r, r->adm.idem_key ? r->adm.idem_key : r->order_id))
