@@ -114,8 +114,8 @@ static int parse_response(char *raw, size_t n, struct cli_http_response *r, char
 {
     const char *hend = memmem(raw, n, "\r\n\r\n", 4);
     int status = 0;
-    if (!hend || n < 12 || strncmp(raw, "HTTP/1.", 7) != 0 || sscanf(raw + 9, "%3d", &status) != 1 ||
-        status < 100 || status > 599) {
+    if (!hend || n < 12 || strncmp(raw, "HTTP/1.", 7) != 0 ||
+        sscanf(raw + 9, "%3d", &status) != 1 || status < 100 || status > 599) {
         snprintf(err, ERR_LEN, "not an HTTP response");
         return -1;
     }
@@ -183,8 +183,9 @@ int cli_http_get(const char *host, unsigned port, const char *path, const char *
         return -1;
     }
     char req[1024];
-    int len = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: %s\r\n%s%sConnection: close\r\n\r\n",
-                       path, strchr(host, ':') ? "localhost" : host, header ? header : "",
+    int len = snprintf(req, sizeof req,
+                       "GET %s HTTP/1.1\r\nHost: %s\r\n%s%sConnection: close\r\n\r\n", path,
+                       strchr(host, ':') ? "localhost" : host, header ? header : "",
                        header ? "\r\n" : "");
     int rc = -1;
     char *raw = NULL;

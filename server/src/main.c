@@ -1,7 +1,7 @@
 /* main.c -- fakegate's entry point: the subcommands (subcmd.c), argv and FAKEGATE_* environment
- * → config (flags win), the profile (profile_find.c), signals (blocked in every thread, taken with sigwait here), start, the ready line and
- * port file, and the orderly stop. Exit codes (docs/cli.md §1): 0 clean shutdown, 2 usage or
- * configuration error, 1 runtime failure. */
+ * → config (flags win), the profile (profile_find.c), signals (blocked in every thread, taken
+ * with sigwait here), start, the ready line and port file, and the orderly stop. Exit codes
+ * (docs/cli.md §1): 0 clean shutdown, 2 usage or configuration error, 1 runtime failure. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -108,8 +108,8 @@ static void unknown_option(const char *a, size_t len, size_t dashes)
         names[i] = opts[i].name;
     names[O_COUNT] = NULL;
     char key[96];
-    snprintf(key, sizeof key, "%.*s", (int)(len - dashes < sizeof key - 1 ? len - dashes : sizeof key - 1),
-             a + dashes);
+    size_t n = len - dashes < sizeof key - 1 ? len - dashes : sizeof key - 1;
+    snprintf(key, sizeof key, "%.*s", (int)n, a + dashes);
     const char *hint = jsonpos_suggest(key, names);
     fprintf(stderr, "fakegate: unknown option '%.*s'%s%s%s\n", (int)len, a,
             hint ? "; did you mean --" : "", hint ? hint : "", hint ? "?" : " (see --help)");

@@ -1,6 +1,6 @@
-/* profile_builtin.c -- the table of built-in profiles. Its rows are generated from
- * every profiles/NAME.json into $(BUILD)/gen/profiles.inc by scripts/embed-profiles (see the Makefile);
- * each row's bytes end with a NUL that its length does not count. */
+/* profile_builtin.c -- the table of built-in profiles. Its rows are generated from every
+ * profiles/NAME.json into $(BUILD)/gen/profiles.inc by scripts/embed-profiles (see the
+ * Makefile); each row's bytes end with a NUL that its length does not count. */
 #include <string.h>
 
 #include "profile_builtin.h"

@@ -62,13 +62,17 @@ static bool parse_port(const char *s, unsigned *out)
 static void usage(FILE *f, const char *cmd)
 {
     if (strcmp(cmd, "probe") == 0)
-        fprintf(f, "usage: fakegate probe [--host ADDR] [--port N | --port-file PATH] [--timeout SECONDS]\n"
-                   "exit 0 (silently) once a server answers GET /healthz with 200; ask once, or retry\n"
-                   "until --timeout seconds (fractional) have passed, then exit 1; 2 for a usage error\n");
+        fputs("usage: fakegate probe [--host ADDR] [--port N | --port-file PATH] "
+              "[--timeout SECONDS]\n"
+              "exit 0 (silently) once a server answers GET /healthz with 200; ask once, or retry\n"
+              "until --timeout seconds (fractional) have passed, then exit 1; 2: usage error\n",
+              f);
     else
-        fprintf(f, "usage: fakegate report [--host ADDR] [--port N | --port-file PATH] [--admin-token TOKEN]\n"
-                   "print the findings of GET /__admin/report; exit 0 if there are none, 1 if there\n"
-                   "are, 2 if no server answers or the answer is not a report\n");
+        fputs("usage: fakegate report [--host ADDR] [--port N | --port-file PATH] "
+              "[--admin-token TOKEN]\n"
+              "print the findings of GET /__admin/report; exit 0 if there are none, 1 if there\n"
+              "are, 2 if no server answers or the answer is not a report\n",
+              f);
 }
 
 /* Parse argv[2..] into *t. 0 go on, 1 help printed (exit 0), -1 usage error printed (exit 2). */
