@@ -491,7 +491,8 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     struct http_server *h = cls;
     if (atomic_load(&h->starting)) {
-        /* Only the start-up thread logs now: no lock needed. */
+        /* MHD_start_daemon's own thread: workers have served nothing yet. http_start reads it
+         * only after a failed start, when no worker is left. */
         if (h->start_msg[0] == '\0')
             vsnprintf(h->start_msg, sizeof h->start_msg, fmt, ap);
         return;
