@@ -99,7 +99,7 @@ $(BUILD)/client-tests/%: $(BUILD)/obj/client-tests/tests/%.o $(CHECK_MAIN) $(KIT
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS_CURL) $(LDLIBS_CHK) -lm
 
 run: all
-	$(BUILD)/fakegate --port 8080 --profile normal
+	$(BUILD)/fakegate $(ARGS)
 
 # One test command: unit suites, then black-box suites against the built binary. Prints each
 # suite's Check summary and a final "N passed, M failed" line; fails on any failure or on 0 checks.
@@ -163,3 +163,31 @@ experiments: deps $(BUILD)/fakegate $(EXP_BIN)
 .PHONY: bench
 bench: deps $(BUILD)/fakegate
 	bench/run.sh $(BUILD)/fakegate
+
+# ---- built-in profiles, make install / make uninstall ------------------------------------------
+# profiles/*.json are compiled into the binary (server/src/profile_builtin.c includes the rows
+# scripts/embed-profiles writes, with only sh, od and awk), so a lone copy of it starts.
+# make install [PREFIX=/usr/local] [DESTDIR=]   the binary to $(PREFIX)/bin, the shipped profiles
+#                    to $(PREFIX)/share/fakegate/profiles (where --profile NAME looks first)
+# make uninstall     remove exactly what make install put there
+PROFILE_JSON := $(sort $(wildcard profiles/*.json))
+
+$(BUILD)/gen/profiles.inc: scripts/embed-profiles $(PROFILE_JSON)
+	@mkdir -p $(dir $@)
+	scripts/embed-profiles $(PROFILE_JSON) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/server/src/profile_builtin.o: $(BUILD)/gen/profiles.inc
+$(BUILD)/obj/server/src/profile_builtin.o: TEST_INC := -iquote $(BUILD)/gen
+
+PREFIX    ?= /usr/local
+BINDIR    := $(PREFIX)/bin
+PROFDIR   := $(PREFIX)/share/fakegate/profiles
+.PHONY: install uninstall
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PROFDIR)
+	install -m 0755 $(BUILD)/fakegate $(DESTDIR)$(BINDIR)/fakegate
+	install -m 0644 $(PROFILE_JSON) $(DESTDIR)$(PROFDIR)/
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/fakegate $(addprefix $(DESTDIR)$(PROFDIR)/,$(notdir $(PROFILE_JSON)))
+	-rmdir $(DESTDIR)$(PROFDIR) $(DESTDIR)$(PREFIX)/share/fakegate 2>/dev/null

@@ -94,6 +94,11 @@ struct http_server {
     atomic_uint_fast64_t trace_seq;
     atomic_bool stopping;
     MHD_socket listen_fd;
+    /* While MHD_start_daemon runs, libmicrohttpd's messages are kept here instead of printed
+     * (it says "Failed to bind to port 0" for the port we asked for): http_start words the
+     * failure itself, with the reason taken from the first message. */
+    atomic_bool starting;
+    char start_msg[256];
 };
 
 /* --- per-request state -------------------------------------------------------------------- */
@@ -483,14 +488,31 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    const struct config *cfg = cls;
-    if (cfg->quiet)
+    struct http_server *h = cls;
+    if (atomic_load(&h->starting)) {
+        /* MHD_start_daemon's own thread: workers have served nothing yet. http_start reads it
+         * only after a failed start, when no worker is left. */
+        if (h->start_msg[0] == '\0')
+            vsnprintf(h->start_msg, sizeof h->start_msg, fmt, ap);
+        return;
+    }
+    if (h->cfg->quiet)
         return;
     /* Locked, so lines from different worker threads never interleave. */
     flockfile(stderr);
     fputs("fakegate: libmicrohttpd: ", stderr);
     vfprintf(stderr, fmt, ap);
     funlockfile(stderr);
+}
+
+/* The reason in libmicrohttpd's start-up message "Failed to bind to port 0: Address already in
+ * use\n": the text after its last ": ", without the newline; "" if there is none. */
+static void start_reason(const char *msg, char *out, size_t size)
+{
+    const char *r = NULL;
+    for (const char *p = strstr(msg, ": "); p; p = strstr(p + 2, ": "))
+        r = p + 2;
+    snprintf(out, size, "%.*s", r ? (int)strcspn(r, "\r\n") : 0, r ? r : "");
 }
 
 /* --- the 128-event stall (libmicrohttpd 0.9.75) ------------------------------------------- */
@@ -625,8 +647,9 @@ struct http_server *http_start(const struct config *cfg, struct sched *s, struct
     /* One thread: the plain internal polling thread (libmicrohttpd warns about a pool of 1). */
     struct MHD_OptionItem pool[] = {{MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)cfg->threads, NULL},
                                     {MHD_OPTION_END, 0, NULL}};
+    atomic_store(&h->starting, true);
     h->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)cfg,
+        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)h,
         MHD_OPTION_ARRAY, cfg->threads > 1 ? pool : pool + 1,
         MHD_OPTION_SOCK_ADDR, ai->ai_addr,
         MHD_OPTION_CONNECTION_LIMIT, h->conn_limit, MHD_OPTION_CONNECTION_TIMEOUT,
@@ -635,10 +658,14 @@ struct http_server *http_start(const struct config *cfg, struct sched *s, struct
         MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, h, MHD_OPTION_URI_LOG_CALLBACK, on_uri, h, MHD_OPTION_END);
     freeaddrinfo(ai);
+    atomic_store(&h->starting, false);
     if (!h->daemon) {
+        char why[200];
+        start_reason(h->start_msg, why, sizeof why);
         snprintf(err, err_len,
-                 "cannot listen on %s:%u (port in use, or the address is not on this host)",
-                 cfg->host, cfg->port);
+                 "cannot listen on %s%s%s:%u: %s", strchr(cfg->host, ':') ? "[" : "", cfg->host,
+                 strchr(cfg->host, ':') ? "]" : "", cfg->port,
+                 why[0] ? why : "port in use, or the address is not on this host");
         free(h);
         return NULL;
     }

@@ -1,29 +1,28 @@
-/* main.c -- fakegate's entry point: argv and FAKEGATE_* environment → config (flags win), the
- * profile, signals (blocked in every thread, taken with sigwait here), start, the ready line and
- * port file, and the orderly stop. Exit codes (docs/cli.md §1): 0 clean shutdown, 2 usage or
- * configuration error, 1 runtime failure. */
+/* main.c -- fakegate's entry point: the subcommands (subcmd.c), argv and FAKEGATE_* environment
+ * → config (flags win), the profile (profile_find.c), signals (blocked in every thread, taken
+ * with sigwait here), start, the ready line and port file, and the orderly stop. Exit codes
+ * (docs/cli.md §1): 0 clean shutdown, 2 usage or configuration error, 1 runtime failure. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
-#include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "config.h"
 #include "http.h"
 #include "gateway.h"
+#include "jsonpos.h"
 #include "profile.h"
+#include "profile_find.h"
 #include "observe.h"
 #include "sched.h"
+#include "subcmd.h"
 
 #define MAX_SECRET_KEYS 64
 
@@ -63,16 +62,19 @@ static const struct opt opts[O_COUNT] = {
     [O_ADMIN_TOKEN] = {"admin-token", "TOKEN", true, "require 'Authorization: Bearer TOKEN' on /__admin routes (not /__admin/health; /healthz and /metrics stay open)"},
     [O_LOG] = {"log", "FORMAT", true, "access log on stderr, one line per request: text (default) or json"},
     [O_QUIET] = {"quiet", NULL, true, "no access log and no start-up notes on stderr (errors still print)"},
-    [O_CHECK_PROFILE] = {"check-profile", "FILE", false, "validate a profile file and exit: 0 valid, 2 invalid (file:line:column: message)"},
-    [O_VERSION] = {"version", NULL, false, "print the version and exit"},
-    [O_HELP] = {"help", NULL, false, "print this help and exit"},
+    [O_CHECK_PROFILE] = {"check-profile", "NAME|PATH", false, "validate a profile (a name, built in or in --profiles-dir, or a file) and exit: 0 valid, 2 invalid (file:line:column: message)"},
+    [O_VERSION] = {"version", NULL, false, "print the version and exit (also -V)"},
+    [O_HELP] = {"help", NULL, false, "print this help and exit (also -h)"},
 };
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: fakegate [options]\n"
-               "       fakegate --check-profile FILE\n"
-               "       fakegate probe [--host ADDR] [--port N]   exit 0 if a server answers GET /healthz\n\n"
+               "       fakegate --check-profile NAME|PATH\n"
+               "       fakegate probe [--host ADDR] [--port N | --port-file PATH] [--timeout SECONDS]\n"
+               "                 exit 0 once a server answers GET /healthz (retry up to SECONDS)\n"
+               "       fakegate report [--host ADDR] [--port N | --port-file PATH] [--admin-token TOKEN]\n"
+               "                 print GET /__admin/report; exit 0 no findings, 1 findings, 2 no server\n\n"
                "A fake Toss-Payments-like gateway for integration tests. Options (each also read from\n"
                "the environment variable shown; flags win over the environment):\n");
     for (int i = 0; i < O_COUNT; i++) {
@@ -97,6 +99,23 @@ static int find_opt(const char *name, size_t len)
     return -1;
 }
 
+/* "unknown option '--thraeds'; did you mean --threads?": the closest flag by edit distance,
+ * when it is at most two edits away. `len` bytes of `a`, starting with `dashes` dashes, name
+ * the option. */
+static void unknown_option(const char *a, size_t len, size_t dashes)
+{
+    const char *names[O_COUNT + 1];
+    for (int i = 0; i < O_COUNT; i++)
+        names[i] = opts[i].name;
+    names[O_COUNT] = NULL;
+    char key[96];
+    size_t n = len - dashes < sizeof key - 1 ? len - dashes : sizeof key - 1;
+    snprintf(key, sizeof key, "%.*s", (int)n, a + dashes);
+    const char *hint = jsonpos_suggest(key, names);
+    fprintf(stderr, "fakegate: unknown option '%.*s'%s%s%s\n", (int)len, a,
+            hint ? "; did you mean --" : "", hint ? hint : "", hint ? "?" : " (see --help)");
+}
+
 struct cli {
     struct config cfg;
     const char *secret_keys[MAX_SECRET_KEYS];
@@ -117,6 +136,28 @@ static bool parse_u64(const char *s, uint64_t max, uint64_t *out)
         return false;
     *out = v;
     return true;
+}
+
+/* What a valid value of option `id` is, for the message that refuses one (docs/cli.md §1). */
+static const char *accepted(int id)
+{
+    switch ((enum opt_id)id) {
+    case O_PORT: return "must be 0-65535";
+    case O_SEED: return "must be 0-18446744073709551615, in decimal";
+    case O_SECRET_KEY: return "must hold at least one key (comma-separated)";
+    case O_MID: return "must not be empty";
+    case O_LOG: return "must be text or json";
+    case O_THREADS: return "must be 1-64";
+    case O_MAX_BODY: return "must be 1-1073741824 (bytes)";
+    case O_IDEMPOTENCY_TTL:
+    case O_SESSION_TTL: return "must be 1-9223372036 (seconds)";
+    case O_IDLE_TIMEOUT: return "must be 0-86400 (seconds; 0 = never)";
+    case O_CONSECUTIVE_CANCEL_MS: return "must be 0-86400000 (milliseconds; 0 = off)";
+    case O_REPORT_MAX_IDENTITIES: return "must be 1-4294967295 (identities)";
+    case O_STRICT_SESSIONS:
+    case O_QUIET: return "must be 1, true, yes, 0, false or no";
+    default: return "invalid value";
+    }
 }
 
 /* Apply one option value. `src` names where it came from, for messages. 0 or -1 (printed). */
@@ -240,11 +281,15 @@ static int apply(struct cli *c, int id, const char *val, const char *src)
         break;
     }
     return 0;
-bad:
+bad:;
+    /* Quoted only when it would not read as one word. */
+    bool quote = val[0] == '\0' || strpbrk(val, " \t'") != NULL;
+    const char *q = quote ? "'" : "";
     if (strcmp(src, "flag") == 0)
-        fprintf(stderr, "fakegate: --%s: invalid value '%s'\n", opts[id].name, val);
+        fprintf(stderr, "fakegate: --%s %s%s%s: %s\n", opts[id].name, q, val, q, accepted(id));
     else
-        fprintf(stderr, "fakegate: %s: invalid value '%s' (for --%s)\n", src, val, opts[id].name);
+        fprintf(stderr, "fakegate: %s=%s%s%s (for --%s): %s\n", src, q, val, q, opts[id].name,
+                accepted(id));
     return -1;
 }
 
@@ -279,15 +324,27 @@ static int parse_cli(struct cli *c, int argc, char **argv)
     }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (strcmp(a, "-h") == 0)
+            a = "--help";
+        else if (strcmp(a, "-V") == 0)
+            a = "--version";
+        if (a[0] == '-' && a[1] != '-' && a[1] != '\0') {
+            unknown_option(a, strcspn(a, "="), 1);
+            return -1;
+        }
         if (strncmp(a, "--", 2) != 0) {
-            fprintf(stderr, "fakegate: unexpected argument '%s' (see --help)\n", a);
+            /* A misspelt subcommand ("prob") is the likely mistake when it comes first. */
+            const char *hint = i == 1 ? jsonpos_suggest(a, subcmd_names) : NULL;
+            fprintf(stderr, "fakegate: unexpected argument '%s'%s%s%s\n", a,
+                    hint ? "; did you mean fakegate " : "", hint ? hint : "",
+                    hint ? "?" : " (see --help)");
             return -1;
         }
         const char *name = a + 2, *eq = strchr(name, '=');
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
         int id = find_opt(name, len);
         if (id < 0) {
-            fprintf(stderr, "fakegate: unknown option '%.*s' (see --help)\n", (int)len + 2, a);
+            unknown_option(a, len + 2, 2);
             return -1;
         }
         if (id == O_HELP) {
@@ -317,85 +374,6 @@ static int parse_cli(struct cli *c, int argc, char **argv)
     return 0;
 }
 
-/* --- profile lookup ----------------------------------------------------------------------- */
-
-static bool file_exists(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* Resolve cfg->profile (a name or a path) to a file path in out. `from_flag`: messages name the
- * --profile flag (else the name comes from a schedule or X-Fakegate-Profile). 0, or -1 with err
- * set. */
-static int resolve_profile(const struct config *cfg, const char *argv0, bool from_flag, char *out,
-                           size_t len, char err[ERR_LEN])
-{
-    const char *p = cfg->profile;
-    if (strchr(p, '/') || (strlen(p) > 5 && strcmp(p + strlen(p) - 5, ".json") == 0)) {
-        snprintf(out, len, "%s", p);
-        return 0;
-    }
-    char subject[96];
-    snprintf(subject, sizeof subject, from_flag ? "--profile %s" : "profile \"%s\"", p);
-    if (!profile_name_valid(p)) {
-        snprintf(err, ERR_LEN, "%s: a profile name is [a-z0-9_-]{1,64}, or give a path", subject);
-        return -1;
-    }
-    char exe[PATH_MAX] = "", dirs[4][PATH_MAX + 32];
-    int nd = 0;
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0 && argv0)
-        n = (ssize_t)snprintf(exe, sizeof exe, "%s", argv0);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash)
-            *slash = '\0';
-    }
-    if (cfg->profiles_dir) {
-        snprintf(dirs[nd++], sizeof dirs[0], "%s", cfg->profiles_dir);
-    } else {
-        if (exe[0]) {
-            snprintf(dirs[nd++], sizeof dirs[0], "%s/../share/fakegate/profiles", exe);
-            snprintf(dirs[nd++], sizeof dirs[0], "%s/../profiles", exe);
-        }
-        snprintf(dirs[nd++], sizeof dirs[0], "profiles");
-    }
-    for (int i = 0; i < nd; i++) {
-        int w = snprintf(out, len, "%s/%s.json", dirs[i], p);
-        if (w > 0 && (size_t)w < len && file_exists(out))
-            return 0;
-    }
-    int w = snprintf(err, ERR_LEN, "%s: no %s.json in", subject, p);
-    for (int i = 0; i < nd && w > 0 && w < ERR_LEN; i++)
-        w += snprintf(err + w, ERR_LEN - (size_t)w, "%s %.150s", i ? "," : "", dirs[i]);
-    if (w > 0 && w < ERR_LEN)
-        snprintf(err + w, ERR_LEN - (size_t)w, " (use --profiles-dir, or give a path)");
-    return -1;
-}
-
-/* Loads schedule phases given by name, from the same places as --profile. */
-struct resolver_ctx {
-    const struct config *cfg;
-    const char *argv0;
-};
-
-static int resolve_by_name(const char *name, struct profile **out, char err[ERR_LEN], void *ctx)
-{
-    const struct resolver_ctx *rc = ctx;
-    struct config c = *rc->cfg;
-    c.profile = name;
-    char path[PATH_MAX + 64];
-    if (!profile_name_valid(name)) {
-        snprintf(err, ERR_LEN, "a profile name is [a-z0-9_-]{1,64}");
-        return -1;
-    }
-    if (resolve_profile(&c, rc->argv0, false, path, sizeof path, err) != 0)
-        return -1;
-    return profile_load_file(path, NULL, NULL, out, err);
-}
-
 /* --- port file ---------------------------------------------------------------------------- */
 
 static int write_port_file(const char *path, unsigned port)
@@ -411,60 +389,6 @@ static int write_port_file(const char *path, unsigned port)
         return -1;
     }
     return 0;
-}
-
-/* --- probe -------------------------------------------------------------------------------- */
-
-/* fakegate probe [--host ADDR] [--port N]: GET /healthz with a 2 s timeout; exit 0 on 200. */
-static int probe(int argc, char **argv)
-{
-    const char *host = getenv("FAKEGATE_HOST") ? getenv("FAKEGATE_HOST") : "127.0.0.1";
-    const char *port = getenv("FAKEGATE_PORT") ? getenv("FAKEGATE_PORT") : "8080";
-    for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--host") == 0 && i + 1 < argc)
-            host = argv[++i];
-        else if (strcmp(argv[i], "--port") == 0 && i + 1 < argc)
-            port = argv[++i];
-        else if (strcmp(argv[i], "--help") == 0) {
-            printf("usage: fakegate probe [--host ADDR] [--port N]\n"
-                   "exit 0 (silently) if a server answers GET /healthz within 2 s, else 1\n");
-            return 0;
-        } else {
-            fprintf(stderr, "usage: fakegate probe [--host ADDR] [--port N]\n");
-            return 2;
-        }
-    }
-    uint64_t port_n;
-    if (!parse_u64(port, 65535, &port_n) || port_n == 0) {
-        fprintf(stderr, "fakegate probe: --port (or FAKEGATE_PORT): invalid value '%s' (1-65535)\n",
-                port);
-        return 2;
-    }
-    if (strcmp(host, "0.0.0.0") == 0)
-        host = "127.0.0.1";
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
-    if (getaddrinfo(host, port, &hints, &ai) != 0) {
-        fprintf(stderr, "fakegate probe: cannot resolve %s:%s\n", host, port);
-        return 1;
-    }
-    int fd = socket(ai->ai_family, SOCK_STREAM, 0);
-    struct timeval tv = {2, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    int ok = fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0;
-    freeaddrinfo(ai);
-    char buf[64] = "";
-    if (ok) {
-        static const char req[] = "GET /healthz HTTP/1.1\r\nHost: fakegate\r\nConnection: close\r\n\r\n";
-        ok = send(fd, req, sizeof req - 1, MSG_NOSIGNAL) == (ssize_t)(sizeof req - 1) &&
-             recv(fd, buf, sizeof buf - 1, MSG_WAITALL) >= 12;
-    }
-    if (fd >= 0)
-        close(fd);
-    if (ok && strncmp(buf, "HTTP/1.1 200", 12) == 0)
-        return 0;
-    fprintf(stderr, "fakegate probe: no healthy server at %s:%s\n", host, port);
-    return 1;
 }
 
 /* --- main --------------------------------------------------------------------------------- */
@@ -489,8 +413,9 @@ static void cli_free(struct cli *c)
 
 int main(int argc, char **argv)
 {
-    if (argc >= 2 && strcmp(argv[1], "probe") == 0)
-        return probe(argc, argv);
+    subcmd_fn sub = argc >= 2 ? subcmd_find(argv[1]) : NULL;
+    if (sub)
+        return sub(argc, argv);
     struct cli cli;
     int pc = parse_cli(&cli, argc, argv);
     int rc = pc != 0 ? (pc > 0 ? 0 : 2) : run(&cli, argc, argv);
@@ -506,20 +431,23 @@ static int run(struct cli *clip, int argc, char **argv)
     cfg->secret_keys = cli.secret_keys;
     char err[ERR_LEN];
     struct profile *profile = NULL;
+    struct profile_search search;
+    profile_search_init(&search, cfg->profiles_dir, argv[0]);
     if (cli.check_profile) {
-        struct resolver_ctx rc = {cfg, argv[0]};
-        if (profile_load_file(cli.check_profile, resolve_by_name, &rc, &profile, err) != 0) {
+        char subject[PATH_MAX];
+        snprintf(subject, sizeof subject, "--check-profile %s", cli.check_profile);
+        if (profile_find_load(&search, cli.check_profile, subject, &profile, err) != 0) {
             fprintf(stderr, "fakegate: %s\n", err);
             return 2;
         }
-        printf("%s: ok (profile %s)\n", cli.check_profile, profile->name);
+        printf("%s: ok (profile %s%s)\n", cli.check_profile, profile->name,
+               profile->file ? "" : ", built in");
         profile_free(profile);
         return 0;
     }
-    char path[PATH_MAX + 64];
-    struct resolver_ctx rctx = {cfg, argv[0]};
-    if (resolve_profile(cfg, argv[0], true, path, sizeof path, err) != 0 ||
-        profile_load_file(path, resolve_by_name, &rctx, &profile, err) != 0) {
+    char subject[PATH_MAX];
+    snprintf(subject, sizeof subject, "--profile %s", cfg->profile);
+    if (profile_find_load(&search, cfg->profile, subject, &profile, err) != 0) {
         fprintf(stderr, "fakegate: %s\n", err);
         return 2;
     }
@@ -539,7 +467,7 @@ static int run(struct cli *clip, int argc, char **argv)
     uint64_t seed = cfg->has_seed ? cfg->seed : profile->has_seed ? profile->seed : rnd[0] >> 1;
 
     struct gateway gw;
-    if (gateway_init(&gw, cfg, resolve_by_name, &rctx, profile, seed, rnd[1]) != 0 ||
+    if (gateway_init(&gw, cfg, profile_find_resolver, &search, profile, seed, rnd[1]) != 0 ||
         observe_init(&gw) != 0) {
         fprintf(stderr, "fakegate: out of memory\n");
         return 1;
@@ -583,12 +511,12 @@ static int run(struct cli *clip, int argc, char **argv)
         char in_force[PROFILE_NAME_MAX + 1];
         char *file = gateway_profile_file(&gw, in_force);
         if (!file) {
-            fprintf(stderr, "fakegate: SIGHUP: profile %s was applied inline, no file to reload; "
-                            "keeping it\n", in_force);
+            fprintf(stderr, "fakegate: SIGHUP: profile %s has no file to reload (built in, or "
+                            "applied inline); keeping it\n", in_force);
             continue;
         }
         struct profile *np = NULL;
-        if (profile_load_file(file, resolve_by_name, &rctx, &np, err) != 0) {
+        if (profile_load_file(file, profile_find_resolver, &search, &np, err) != 0) {
             fprintf(stderr, "fakegate: SIGHUP: %s; keeping the profile in force\n", err);
             free(file);
             continue;
