@@ -13,8 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check_main.h"
+#include "retry.h"
 #include "testkit.h"
 
 /* GET /__admin/report; a new reference to its "findings" array. */
@@ -512,6 +514,49 @@ START_TEST(test_report_early_retry_with_an_http_date)
 }
 END_TEST
 
+/* A client that waits until the HTTP-date it was given is admitted and is no early_retry: the
+ * date is the first whole second at or after now + the seconds, never the current second rounded
+ * down plus them (which could name an instant up to 1 s too early). */
+START_TEST(test_report_client_obeying_an_http_date_is_not_early)
+{
+    fg_server *s = start_admin_confirm(
+        "{'latency':{'dist':'fixed','ms':0},'faults':[{'kind':'error','p':1,'attempts':[1],"
+        "'status':503,'code':'SERVICE_UNAVAILABLE','when':'before',"
+        "'retry_after':{'format':'http-date','value':1}}]}");
+    for (int i = 0; i < 2; i++) {
+        char pk[32], oid[32], key[32];
+        snprintf(pk, sizeof pk, "pk_hdok_%d", i);
+        snprintf(oid, sizeof oid, "ord_hdok_%d", i);
+        snprintf(key, sizeof key, "key-hdok-%d", i);
+        fg_response r;
+        struct timespec before;
+        clock_gettime(CLOCK_REALTIME, &before);
+        confirm_with(s, pk, oid, 1000, key, NULL, 0, &r);
+        ck_assert_int_eq(r.status, 503);
+        time_t date;
+        ck_assert_msg(rc_parse_http_date(r.retry_after, &date) == 0, "Retry-After \"%s\"",
+                      r.retry_after);
+        /* never earlier than 1 s after the request was sent */
+        double ahead = (double)date - ((double)before.tv_sec + (double)before.tv_nsec / 1e9);
+        ck_assert_msg(ahead >= 1.0 && ahead < 2.5, "the date is %.3f s after sending", ahead);
+        fg_response_fini(&r);
+        for (;;) { /* the client under test obeys the date, to the wall clock's second */
+            struct timespec now;
+            clock_gettime(CLOCK_REALTIME, &now);
+            if (now.tv_sec >= date)
+                break;
+            struct timespec nap = {0, 20 * 1000 * 1000};
+            nanosleep(&nap, NULL);
+        }
+        confirm_fresh(s, pk, oid, 1000, key, 0, &r);
+        assert_status(&r, 200);
+        fg_response_fini(&r);
+    }
+    assert_no_findings(s);
+    stop_server(s);
+}
+END_TEST
+
 START_TEST(test_report_well_behaved_client_has_no_findings)
 {
     /* Every first attempt gets 503 with Retry-After: 1. */
@@ -578,6 +623,7 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_report_retried_4xx_after_a_test_code_decline);
     tcase_add_test(tc, test_report_new_key_resend_follows_commits_not_answers);
     tcase_add_test(tc, test_report_early_retry_with_an_http_date);
+    tcase_add_test(tc, test_report_client_obeying_an_http_date_is_not_early);
     tcase_add_test(tc, test_report_new_key_resend_by_payment_key);
     tcase_add_test(tc, test_report_new_key_resend_without_any_key_after_a_committed_500);
     return su;

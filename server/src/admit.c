@@ -179,14 +179,14 @@ static bool admit_profile(struct gateway *g, struct request *r)
     if (a.result == ADMIT_THROTTLED) {
         const struct throttle *t = a.throttle;
         request_reject(r, t->status, t->code ? t->code : "SERVICE_UNAVAILABLE", NULL, t->body,
-                       &t->retry_after, a.retry_after_auto_s);
+                       &t->retry_after, a.retry_after_auto_s, a.retry_after_wait_s);
         r->obs.outcome = OUT_THROTTLED;
         return false;
     }
     if (a.result == ADMIT_CAPPED) {
         const struct concurrency *c = a.cap;
         request_reject(r, c->status, c->code ? c->code : "SERVICE_UNAVAILABLE", NULL, BODY_JSON,
-                       NULL, 0);
+                       NULL, 0, 0);
         r->obs.outcome = OUT_CAPPED;
         return false;
     }

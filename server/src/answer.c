@@ -9,7 +9,7 @@
  * with Retry-After as configured ("auto" has no window to measure here: 1 s). */
 static void fault_error(struct request *r, const struct fault *f)
 {
-    request_reject(r, f->status, f->code, f->message, f->body, &f->retry_after, 1);
+    request_reject(r, f->status, f->code, f->message, f->body, &f->retry_after, 1, 1.0);
     r->obs.outcome = OUT_FAULT_ERROR;
 }
 

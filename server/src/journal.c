@@ -174,6 +174,7 @@ void journal_update(struct journal *j, uint64_t id, const struct journal_entry *
             s->status = e->status;
             s->code = e->code;
             s->retry_after_s = e->retry_after_s;
+            s->retry_after_until_mono_ns = e->retry_after_until_mono_ns;
             s->outcome = e->outcome;
             s->delivered = e->delivered;
             s->key_reuse = e->key_reuse;

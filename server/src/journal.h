@@ -47,6 +47,8 @@ struct journal_entry {
     int status;                  /* 0 while pending or when nothing was sent */
     const char *code;            /* static or NULL: the error code sent, if known */
     uint32_t retry_after_s;      /* Retry-After sent (seconds; 0 = none) */
+    int64_t retry_after_until_mono_ns; /* an http-date Retry-After: the instant it names
+                                          (monotonic ns; 0 = none or seconds) */
     enum outcome outcome;
     enum delivered delivered;
     bool key_reuse;              /* its Idempotency-Key came with a different body */

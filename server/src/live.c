@@ -119,6 +119,7 @@ void live_admit(struct live *cur, int64_t since_ns, struct flight *f, enum route
         out->result = ADMIT_THROTTLED;
         out->throttle = t;
         out->retry_after_auto_s = retry_after_ceil(wait);
+        out->retry_after_wait_s = wait;
         return;
     }
     long n = atomic_fetch_add(&f->in_flight[route], 1) + 1;

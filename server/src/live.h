@@ -54,6 +54,7 @@ struct admission {
     const struct throttle *throttle;   /* ADMIT_THROTTLED: the rule that refused */
     const struct concurrency *cap;     /* ADMIT_CAPPED: the rule that refused */
     uint32_t retry_after_auto_s;       /* ADMIT_THROTTLED: the "auto" Retry-After, seconds */
+    double retry_after_wait_s;         /* ADMIT_THROTTLED: the exact wait until admission, s */
 };
 
 /* Throttle, then the concurrency cap, for a request of `route` arriving at now_ns under the

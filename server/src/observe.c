@@ -146,6 +146,7 @@ void observe_complete(struct gateway *g, struct request *r, bool completed_ok)
     struct journal_entry e = {.ended_mono_ns = now_mono_ns(), .sent_mono_ns = r->obs.sent_ns,
                               .status = lost ? 0 : rs->status, .code = lost ? NULL : rs->code,
                               .retry_after_s = lost ? 0 : rs->retry_after_s,
+                              .retry_after_until_mono_ns = lost ? 0 : rs->retry_after_until_ns,
                               .outcome = r->obs.outcome, .queue_latency_ms = r->queue_latency_ms,
                               .latency_ms = r->latency_ms, .key_reuse = r->obs.key_reuse,
                               .committed = r->obs.committed,

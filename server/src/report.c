@@ -48,7 +48,7 @@ struct report_rec {
         struct {                   /* REC_ID: one identity on one route */
             int64_t sent_ns;       /* its last answer, not yet followed by a resend: */
             uint64_t body_hash;
-            uint32_t retry_after_s;
+            int64_t retry_until_ns; /* told to wait until then (monotonic; 0: not told) */
             int16_t status;
             uint8_t delivered;
             bool answered;
@@ -382,9 +382,7 @@ static void resend(struct report *rp, struct report_rec *rec, struct report_mark
         if (got && st >= 400 && st < 500 && st != 409 && st != 429 && rec->u.id.body_hash &&
             e->body_hash == rec->u.id.body_hash)
             note(rp, K_RETRIED_4XX, example_of(e));
-        if (got && rec->u.id.retry_after_s && rec->u.id.sent_ns &&
-            e->arrived_mono_ns <
-                rec->u.id.sent_ns + (int64_t)rec->u.id.retry_after_s * INT64_C(1000000000))
+        if (got && rec->u.id.retry_until_ns && e->arrived_mono_ns < rec->u.id.retry_until_ns)
             note(rp, K_EARLY_RETRY, example_of(e));
     }
     struct report_event *owed = rec->u.id.owes;
@@ -472,7 +470,12 @@ void report_end(struct report *rp, struct report_mark *m, const struct journal_e
         rec->u.id.answered = true;
         rec->u.id.sent_ns = e->sent_mono_ns;
         rec->u.id.body_hash = e->body_hash ? e->body_hash : m->body_hash;
-        rec->u.id.retry_after_s = e->retry_after_s;
+        /* Seconds count from when the answer was sent; an http-date names its own instant. */
+        rec->u.id.retry_until_ns =
+            e->retry_after_until_mono_ns ? e->retry_after_until_mono_ns
+            : e->retry_after_s && e->sent_mono_ns
+                ? e->sent_mono_ns + (int64_t)e->retry_after_s * INT64_C(1000000000)
+                : 0;
         rec->u.id.status = (int16_t)e->status;
         rec->u.id.delivered = (uint8_t)e->delivered;
     }

@@ -56,12 +56,14 @@ void request_respond(struct request *r, int status, char *body, size_t len)
     r->resp.code = NULL;
     r->resp.retry_after[0] = '\0';
     r->resp.retry_after_s = 0;
+    r->resp.retry_after_until_ns = 0;
     r->resp.internal = false;
     r->phase = PH_RESPOND;
 }
 
 void request_reject(struct request *r, int status, const char *code, const char *message,
-                    enum body_kind body, const struct retry_after *ra, uint32_t auto_s)
+                    enum body_kind body, const struct retry_after *ra, uint32_t auto_s,
+                    double wait_s)
 {
     static const char *const reasons[] = {[429] = "Too Many Requests",
                                           [500] = "Internal Server Error",
@@ -90,9 +92,14 @@ void request_reject(struct request *r, int status, const char *code, const char 
         r->resp.content_type = "";
         r->resp.code = code;
     }
-    if (ra && retry_after_format(ra, auto_s, now_unix_us() / 1000000, r->resp.retry_after,
-                                 sizeof r->resp.retry_after))
+    int64_t now_us = now_unix_us();
+    if (ra && retry_after_format_at(ra, auto_s, wait_s, now_us, r->resp.retry_after,
+                                    sizeof r->resp.retry_after)) {
         r->resp.retry_after_s = retry_after_told_s(ra, auto_s);
+        if (ra->format == RA_HTTP_DATE)
+            r->resp.retry_after_until_ns =
+                now_mono_ns() + (retry_after_date_s(ra, wait_s, now_us) * 1000000 - now_us) * 1000;
+    }
 }
 
 void request_error(struct request *r, const char *code, const char *message)

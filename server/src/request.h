@@ -77,6 +77,7 @@ struct response {
     char retry_after[64];  /* Retry-After header value, or "" for none */
     uint32_t retry_after_s; /* what that value tells a client to wait, whole seconds (0: none,
                                or a raw value): the report's early_retry reads this */
+    int64_t retry_after_until_ns; /* an http-date: the monotonic instant it names (0: none) */
     bool internal;         /* fakegate's own answer (a reset overtook the request, the server
                               is stopping, memory ran out): no way-out fault applies to it */
     enum wire wire;
@@ -196,10 +197,12 @@ char *request_query(const struct request *r, const char *name);
 /* Set resp to an injected rejection (throttle, cap, error fault): `status`, and a body of kind
  * `body` — json {code, message} (message NULL: the table's, in the request's language), an
  * html page as a load balancer sends it, or empty — with the Retry-After `ra` says (`auto_s`:
- * the seconds "auto" stands for), its text in resp.retry_after and its seconds in
- * resp.retry_after_s. */
+ * the seconds "auto" stands for; `wait_s`: the exact wait they round up), its text in
+ * resp.retry_after, its seconds in resp.retry_after_s and, for an http-date, the instant it
+ * names in resp.retry_after_until_ns. */
 void request_reject(struct request *r, int status, const char *code, const char *message,
-                    enum body_kind body, const struct retry_after *ra, uint32_t auto_s);
+                    enum body_kind body, const struct retry_after *ra, uint32_t auto_s,
+                    double wait_s);
 
 /* request_error for an answer of fakegate's own (a reset overtook the request, the server is
  * stopping, memory ran out): no fault applies to it on the way out. */

@@ -108,8 +108,21 @@ uint32_t retry_after_told_s(const struct retry_after *ra, uint32_t auto_s)
     return ra->is_auto ? auto_s : ra->seconds;
 }
 
+int64_t retry_after_date_s(const struct retry_after *ra, double wait_s, int64_t now_unix_us)
+{
+    double w = ra->is_auto ? wait_s : (double)ra->seconds;
+    int64_t due_us = now_unix_us + (int64_t)ceil((w > 0 ? w : 0) * 1e6);
+    return (due_us + 999999) / 1000000; /* up: a date never names an instant before `due` */
+}
+
 bool retry_after_format(const struct retry_after *ra, uint32_t auto_s, int64_t now_unix_s,
                         char *out, size_t len)
+{
+    return retry_after_format_at(ra, auto_s, (double)auto_s, now_unix_s * 1000000, out, len);
+}
+
+bool retry_after_format_at(const struct retry_after *ra, uint32_t auto_s, double wait_s,
+                           int64_t now_unix_us, char *out, size_t len)
 {
     uint32_t s = ra->is_auto ? auto_s : ra->seconds;
     switch (ra->format) {
@@ -119,7 +132,7 @@ bool retry_after_format(const struct retry_after *ra, uint32_t auto_s, int64_t n
         snprintf(out, len, "%u", s);
         return true;
     case RA_HTTP_DATE: {
-        time_t t = (time_t)(now_unix_s + s);
+        time_t t = (time_t)retry_after_date_s(ra, wait_s, now_unix_us);
         struct tm tm;
         gmtime_r(&t, &tm);
         strftime(out, len, "%a, %d %b %Y %H:%M:%S GMT", &tm);

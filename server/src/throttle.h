@@ -46,6 +46,19 @@ uint32_t retry_after_ceil(double wait_s);
 bool retry_after_format(const struct retry_after *ra, uint32_t auto_s, int64_t now_unix_s,
                         char *out, size_t len);
 
+/* retry_after_format for an answer sent at now_unix_us (µs since the epoch), `wait_s` being the
+ * exact time (seconds) until the client is admitted again, of which auto_s is the announced
+ * whole seconds (retry_after_ceil). An http-date is retry_after_date_s: the first whole second
+ * at or after the admission (docs/profiles.md §4: never earlier, so a client that obeys it is
+ * admitted), not the current second rounded down plus the seconds. */
+bool retry_after_format_at(const struct retry_after *ra, uint32_t auto_s, double wait_s,
+                           int64_t now_unix_us, char *out, size_t len);
+
+/* The whole second (Unix seconds) an http-date Retry-After of `ra` names for an answer at
+ * now_unix_us: now plus the wait (`wait_s` for "auto", the configured seconds otherwise),
+ * rounded up. */
+int64_t retry_after_date_s(const struct retry_after *ra, double wait_s, int64_t now_unix_us);
+
 /* The whole seconds the Retry-After of `ra` tells a client to wait (`auto_s` for "auto"):
  * its value for the seconds and http-date formats, a raw value's if it is 1-9 decimal digits,
  * else 0 (none, or a raw value no client reads as seconds). */

@@ -374,6 +374,22 @@ START_TEST(test_retry_after_http_date_is_imf_fixdate_of_now_plus_seconds)
 }
 END_TEST
 
+/* docs/profiles.md §4: an http-date is the first whole second at or after the instant the client
+ * is admitted -- never the current second rounded down plus the seconds. */
+START_TEST(test_retry_after_http_date_rounds_the_admission_instant_up)
+{
+    struct retry_after fixed = {.format = RA_HTTP_DATE, .seconds = 5};
+    ck_assert_int_eq(retry_after_date_s(&fixed, 0, INT64_C(784111777400000)), 784111783);
+    ck_assert_int_eq(retry_after_date_s(&fixed, 0, INT64_C(784111777000000)), 784111782);
+    struct retry_after autov = {.format = RA_HTTP_DATE, .is_auto = true};
+    ck_assert_int_eq(retry_after_date_s(&autov, 2.2, INT64_C(784111777400000)), 784111780);
+    ck_assert_int_eq(retry_after_date_s(&autov, 0.6, INT64_C(784111777400000)), 784111778);
+    char out[64];
+    ck_assert(retry_after_format_at(&fixed, 3, 3.0, INT64_C(784111777400000), out, sizeof out));
+    ck_assert_str_eq(out, "Sun, 06 Nov 1994 08:49:43 GMT");
+}
+END_TEST
+
 START_TEST(test_retry_after_raw_is_copied_byte_for_byte)
 {
     char out[64];
@@ -435,6 +451,7 @@ Suite *make_suite(void)
     tcase_add_test(ra, test_retry_after_seconds_fixed_7_is_7);
     tcase_add_test(ra, test_retry_after_seconds_auto_is_the_auto_value);
     tcase_add_test(ra, test_retry_after_http_date_is_imf_fixdate_of_now_plus_seconds);
+    tcase_add_test(ra, test_retry_after_http_date_rounds_the_admission_instant_up);
     tcase_add_test(ra, test_retry_after_raw_is_copied_byte_for_byte);
     tcase_add_test(ra, test_retry_after_none_gives_false_and_an_empty_string);
     suite_add_tcase(s, ra);
