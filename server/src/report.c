@@ -4,11 +4,12 @@
  * on a route (5xx, 429, dropped, or not delivered) with no delivered 2xx between them
  * (docs/admin.md §5). Invariants: a record lives until the next reset (marks point at it); an
  * event lives while it is open or an identity still owes it a resend. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* MAP_ANONYMOUS, MAP_POPULATE */
 #include "report.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "common.h"
 #include "rng.h"
@@ -123,12 +124,57 @@ static uint64_t rec_hash(int kind, int route, const char *s, size_t len)
     return hash64(s, len, (uint64_t)(kind * REPORT_ROUTES + route) + 1);
 }
 
+/* Records come from 1 MiB chunks, mapped and faulted in at once (one system call instead of a
+ * page fault per 4 KiB on the request path), and are freed only all together by a reset: a
+ * calloc per record cost a quarter of the confirm throughput (40 k -> 30 k req/s at c50, unique
+ * keys: three records per confirm). */
+#define CHUNK_BYTES ((size_t)1 << 20)
+
+struct report_chunk {
+    struct report_chunk *prev;
+    size_t bytes;                  /* the mapping's size, this header included */
+};
+
+static void *chunk_alloc(struct report *rp, size_t size)
+{
+    size = (size + 15) & ~(size_t)15;
+    if (!rp->chunks || rp->chunk_used + size > rp->chunk_cap) {
+        size_t bytes = size + sizeof(struct report_chunk) > CHUNK_BYTES
+                           ? size + sizeof(struct report_chunk)
+                           : CHUNK_BYTES;
+        struct report_chunk *c = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+        if (c == MAP_FAILED)
+            return NULL;
+        c->prev = rp->chunks;
+        c->bytes = bytes;
+        rp->chunks = c;
+        rp->chunk_used = (sizeof *c + 15) & ~(size_t)15;
+        rp->chunk_cap = bytes;
+    }
+    void *p = (char *)rp->chunks + rp->chunk_used;
+    rp->chunk_used += size;
+    return p; /* zeroed: fresh anonymous memory */
+}
+
+static void chunks_free(struct report *rp)
+{
+    for (struct report_chunk *c = rp->chunks, *prev; c; c = prev) {
+        prev = c->prev;
+        munmap(c, c->bytes);
+    }
+    rp->chunks = NULL;
+    rp->chunk_used = rp->chunk_cap = 0;
+}
+
 static bool grow(struct report *rp)
 {
     size_t n = rp->n_buckets * 2;
-    struct report_rec **b = calloc(n, sizeof *b);
+    struct report_rec **b = malloc(n * sizeof *b);
     if (!b)
         return false;
+    memset(b, 0, n * sizeof *b); /* written pages, not the shared zero page the rehash's reads
+                                    would map and then fault out again */
     for (size_t i = 0; i < rp->n_buckets; i++)
         for (struct report_rec *r = rp->buckets[i], *next; r; r = next) {
             next = r->next;
@@ -160,7 +206,7 @@ static struct report_rec *rec_get(struct report *rp, int kind, int route, const 
     }
     if (rp->n_recs >= rp->n_buckets && !grow(rp))
         return NULL;
-    struct report_rec *r = calloc(1, sizeof *r + len + 1);
+    struct report_rec *r = chunk_alloc(rp, sizeof *r + len + 1);
     if (!r)
         return NULL;
     r->hash = h;
@@ -519,8 +565,8 @@ static void state_fini(struct report *rp)
             next = r->next;
             if (r->kind != REC_ID)
                 free(r->u.pay.proc);
-            free(r);
         }
+    chunks_free(rp);
     free(rp->buckets);
     rp->buckets = NULL;
     rp->n_buckets = rp->n_recs = 0;

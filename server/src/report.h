@@ -19,6 +19,7 @@
 
 struct report_rec;                 /* report.c: one identity's state */
 struct report_event;               /* report.c: one failure event's resends */
+struct report_chunk;               /* report.c: a block of records */
 
 /* One finding kind's tally: a count and up to 10 distinct examples (owned copies). */
 struct report_finding {
@@ -43,6 +44,8 @@ struct report {
     struct report_event *open[REPORT_ROUTES]; /* the failure event open on each route */
     struct report_event *unfinished; /* events whose resends may still come, newest first */
     struct report_finding f[REPORT_KINDS];
+    struct report_chunk *chunks;   /* the records' memory: bump-allocated, freed by reset */
+    size_t chunk_used, chunk_cap;  /* in the newest chunk */
 };
 
 /* What a request carries for the report between its steps (embedded in struct request, or
