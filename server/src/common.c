@@ -65,3 +65,14 @@ void fmt_kst(int64_t unix_us, char out[32])
     put2(out + 17, (unsigned)(sod % 60));
     memcpy(out + 19, "+09:00", 7);
 }
+
+int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}

@@ -26,4 +26,7 @@ int64_t now_unix_us(void);
  * (docs/edge-rules.md §7 "Time"). */
 void fmt_kst(int64_t unix_us, char out[32]);
 
+/* The value of hexadecimal digit `c` (either case), or -1 if it is none. Thread: any. */
+int hex_digit(char c);
+
 #endif

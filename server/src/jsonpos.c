@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common.h"
+
 /* ---- Scanning -------------------------------------------------------------------------------- */
 
 static bool is_ws(char c)
@@ -60,17 +62,6 @@ static size_t skip_value(const char *s, size_t len, size_t i)
         }
     } while (depth > 0);
     return i;
-}
-
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 /* The 4 hex digits at s[i, i+4) (i + 4 <= end), or -1. */

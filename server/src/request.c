@@ -123,17 +123,6 @@ void request_internal(struct request *r, const char *code)
     r->resp.internal = true;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 char *request_query(const struct request *r, const char *name)
 {
     const char *query = r->query;
@@ -147,9 +136,9 @@ char *request_query(const struct request *r, const char *name)
                 return NULL;
             size_t o = 0;
             for (size_t i = nl + 1; i < len; i++) {
-                if (q[i] == '%' && i + 2 < len && hexval(q[i + 1]) >= 0 &&
-                    hexval(q[i + 2]) >= 0 && (q[i + 1] != '0' || q[i + 2] != '0')) {
-                    out[o++] = (char)(hexval(q[i + 1]) * 16 + hexval(q[i + 2]));
+                if (q[i] == '%' && i + 2 < len && hex_digit(q[i + 1]) >= 0 &&
+                    hex_digit(q[i + 2]) >= 0 && (q[i + 1] != '0' || q[i + 2] != '0')) {
+                    out[o++] = (char)(hex_digit(q[i + 1]) * 16 + hex_digit(q[i + 2]));
                     i += 2;
                 } else {
                     out[o++] = q[i] == '+' ? ' ' : q[i];
