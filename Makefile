@@ -11,12 +11,14 @@
 #                         root file system that has only make (root; docker/fresh-test.sh)
 #   make experiments [SCALE=0.1]   the retry experiments E1-E3; writes client-tests/RESULTS.md
 #   make bench            fakegate against nginx and a bare libmicrohttpd server; BENCHMARKS.md
-#   make install          install the binary and the shipped profiles (the block at the end)
-#   make uninstall        remove what `make install` installed
+#   make install          install the binary and the shipped profiles (PREFIX=/usr/local,
+#                         DESTDIR=)
+#   make uninstall        remove what `make install` installed (the same PREFIX and DESTDIR)
 #   make deps             install what the goals miss (the targets above run it first)
 #   make help             this list
 # On a fresh Debian or Ubuntu machine `make`, `make run` and `make test` install the packages
 # they miss first (scripts/install-deps, as root or through sudo; NO_INSTALL=1: only say what).
+# `make run ARGS='--profile lossy --seed 7'` passes flags; FAKEGATE_* variables work too.
 
 CC        ?= cc
 SANITIZE  ?= 0

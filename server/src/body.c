@@ -10,6 +10,7 @@
 
 #include "jsonpos.h"
 #include "rng.h"
+#include "toss_errors.h"
 
 #define MAX_SAFE_INT INT64_C(9007199254740991) /* 2^53 - 1 (docs/edge-rules.md §7 "Numbers") */
 
@@ -122,7 +123,7 @@ static void done_with_body(struct request *r)
 static const char *string_field(struct request *r, json_t *root, const char *name,
                                 const char *code, bool (*ok)(const char *))
 {
-    char ko[160], en[160];
+    char ko[320], en[320];
     json_t *v = json_object_get(root, name);
     if (!v || json_is_null(v)) {
         snprintf(ko, sizeof ko, "%s: 필수 값입니다.", name);
@@ -137,8 +138,18 @@ static const char *string_field(struct request *r, json_t *root, const char *nam
         return NULL;
     }
     if (!ok(json_string_value(v))) {
-        snprintf(ko, sizeof ko, "%s: 올바르지 않은 값입니다.", name);
-        snprintf(en, sizeof en, "%s: invalid value", name);
+        /* the rule it broke, as the error table words it for `code` */
+        const struct toss_error *te = toss_error_find(code);
+        if (te) { /* "name: " unless the table's words begin with it */
+            size_t n = strlen(name);
+            snprintf(ko, sizeof ko, "%s%s%s", strncmp(te->ko, name, n) ? name : "",
+                     strncmp(te->ko, name, n) ? ": " : "", te->ko);
+            snprintf(en, sizeof en, "%s%s%s", strncmp(te->en, name, n) ? name : "",
+                     strncmp(te->en, name, n) ? ": " : "", te->en);
+        } else {
+            snprintf(ko, sizeof ko, "%s: 올바르지 않은 값입니다.", name);
+            snprintf(en, sizeof en, "%s: invalid value", name);
+        }
         invalid_field(r, code, name, ko, en);
         return NULL;
     }
