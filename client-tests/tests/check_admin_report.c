@@ -30,21 +30,6 @@ static json_t *findings(const fg_server *s)
     return f;
 }
 
-/* Wait until no journal entry is pending (the report judges ended requests). */
-static void wait_journal_settled(const fg_server *s)
-{
-    int64_t deadline = fg_now_ms() + 5000;
-    for (;;) {
-        json_t *j = journal(s, 0);
-        size_t pending = 0, i;
-        json_t *e;
-        json_array_foreach(j, i, e) pending += json_is_str(e, "delivered", "pending");
-        json_decref(j);
-        if (pending == 0 || fg_now_ms() > deadline)
-            return;
-        fg_pause_ms(5);
-    }
-}
 
 /* The report has exactly the kinds in `kinds` (NULL-ended); the finding `kind` has count >= 1,
  * a rule and a threshold, and one of `examples` (NULL-ended) among its examples. */

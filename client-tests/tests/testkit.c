@@ -337,3 +337,18 @@ void check_main_setup(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
 }
+
+void wait_journal_settled(const fg_server *s)
+{
+    int64_t deadline = fg_now_ms() + 5000;
+    for (;;) {
+        json_t *j = journal(s, 0);
+        size_t pending = 0, i;
+        json_t *e;
+        json_array_foreach(j, i, e) pending += json_is_str(e, "delivered", "pending");
+        json_decref(j);
+        if (pending == 0 || fg_now_ms() > deadline)
+            return;
+        fg_pause_ms(5);
+    }
+}

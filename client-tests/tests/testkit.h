@@ -146,6 +146,10 @@ json_t *admin_json(const fg_server *s, const char *path);
 /* The journal (GET /__admin/requests[?limit=N], limit <= 0: no limit), newest last: a new
  * reference to its "requests" array. */
 json_t *journal(const fg_server *s, int limit);
+/* Wait (at most 5 s, polling the journal) until no journal entry is pending: every request sent
+ * so far has ended on the server. The report pairs an answer with the first arrival after that
+ * answer ended, so a test resends only then. */
+void wait_journal_settled(const fg_server *s);
 /* The journal as text, for failure messages. Caller frees. */
 char *journal_text(const fg_server *s);
 /* Member `key` of `o` is the string `want` (false if absent or not a string). */
