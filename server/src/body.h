@@ -2,7 +2,8 @@
  * parsed once, checked field by field, and hashed by meaning for idempotency. A rejection is
  * answered on the request as Toss does -- 400 with {code, message} -- and the message names the
  * field and where its value is, "(line L, column C)", in the same units as a JSON syntax
- * error's (columns in characters). The only module of the request path that reads JSON. */
+ * error's (columns in characters). The only module of the request path that reads JSON.
+ * Thread: whichever owns the request (a worker, in its body phase); no locks, no I/O. */
 #ifndef FAKEGATE_BODY_H
 #define FAKEGATE_BODY_H
 

@@ -38,17 +38,25 @@ void observe_arrival(struct gateway *g, struct request *r)
     report_begin(&g->report, &r->obs.report, r->obs.journal_id);
 }
 
+/* What identifies r in its journal entry, the access log and the report: the orderId and
+ * paymentKey of its body or its path, and its Idempotency-Key (validated, else as received).
+ * Borrowed from r. */
+static void identity_of(const struct request *r, struct journal_entry *e)
+{
+    e->order_id = r->order_id ? r->order_id : (r->kind == RK_GET_ORDER ? r->path_param : NULL);
+    e->payment_key = r->payment_key ? r->payment_key
+                                    : (r->kind == RK_GET_PAYMENT ? r->path_param : NULL);
+    e->idempotency_key = r->adm.idem_key ? r->adm.idem_key : r->idem_key_raw;
+}
+
 void observe_planned(struct gateway *g, struct request *r)
 {
     struct journal_entry e = {
-        .order_id = r->order_id, .payment_key = r->payment_key,
-        .idempotency_key = r->adm.idem_key, .body_hash = r->body_hash, .attempt = r->attempt,
+        .body_hash = r->body_hash, .attempt = r->attempt,
         .queue_latency_ms = r->queue_latency_ms, .latency_ms = r->latency_ms,
         .fault = fault_kind_name(r->fault ? r->fault->kind : FAULT_NONE)};
-    if (r->kind == RK_GET_ORDER)
-        e.order_id = r->path_param;
-    else if (r->kind == RK_GET_PAYMENT)
-        e.payment_key = r->path_param;
+    identity_of(r, &e);
+    e.idempotency_key = r->adm.idem_key; /* a planned request's key was validated */
     journal_update(&g->journal, r->obs.journal_id, &e);
     e.route = (int)r->route;
     e.arrived_mono_ns = r->arrived_ns;
@@ -82,8 +90,7 @@ static void access_log(struct gateway *g, const struct request *r, struct journa
     snprintf(e->method, sizeof e->method, "%s", r->method_str);
     e->path = r->raw_uri ? r->raw_uri : r->path;
     e->route = (int)r->route;
-    e->order_id = r->order_id ? r->order_id : (r->kind == RK_GET_ORDER ? r->path_param : NULL);
-    e->idempotency_key = r->adm.idem_key ? r->adm.idem_key : r->idem_key_raw;
+    identity_of(r, e);
     e->fault = fault_kind_name(r->fault ? r->fault->kind : FAULT_NONE);
     struct buf line;
     buf_init(&line);
@@ -108,10 +115,7 @@ static void judge(struct gateway *g, struct request *r, const struct journal_ent
     struct journal_entry q = *end;
     q.route = (int)r->route;
     q.arrived_mono_ns = r->arrived_ns;
-    q.order_id = r->order_id ? r->order_id : (r->kind == RK_GET_ORDER ? r->path_param : NULL);
-    q.payment_key = r->payment_key ? r->payment_key
-                                   : (r->kind == RK_GET_PAYMENT ? r->path_param : NULL);
-    q.idempotency_key = r->adm.idem_key ? r->adm.idem_key : r->idem_key_raw;
+    identity_of(r, &q);
     q.body_hash = r->body_hash;
     report_end(&g->report, &r->obs.report, &q);
 }
