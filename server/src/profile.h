@@ -105,6 +105,20 @@ struct schedule_phase {
 
 #define PROFILE_NAME_MAX 64
 
+/* The profile's "webhooks" section (docs/profiles.md §4, docs/webhooks.md §6.5): what happens to
+ * each webhook event before it reaches its receivers. Each decision is drawn per (seed,
+ * paymentKey, the event's sequence number on that payment, receiver), so a run repeats. All zero
+ * (DIST_NONE, p 0) when the section is absent: every event sent at once, once. */
+struct webhook_faults {
+    struct latency_dist delay;           /* waited (real time, ms) before an event's first
+                                            attempt; DIST_NONE = none */
+    double duplicate_p;                  /* [0,1]: the event is delivered a second time */
+    struct latency_dist duplicate_after; /* the duplicate's first attempt this long (ms) after
+                                            the original's first attempt; DIST_NONE = at once */
+    double drop_p;                       /* [0,1]: the event is never sent; drop_p + duplicate_p
+                                            <= 1 (one draw decides) */
+};
+
 struct profile {
     char name[PROFILE_NAME_MAX + 1];     /* [a-z0-9_-]{1,64} */
     char *description;                  /* owned; may be NULL */
@@ -116,6 +130,7 @@ struct profile {
     uint64_t seed;                      /* "seed" in the profile, if has_seed */
     enum body_mismatch on_body_mismatch; /* "idempotency": {"on_body_mismatch": ...} */
     struct route_profile routes[ROUTE_COUNT];
+    struct webhook_faults webhooks;     /* "webhooks" beside "routes" (zero when absent) */
     struct schedule_phase *phases;      /* owned; non-NULL for a schedule profile */
     size_t n_phases;
     bool repeat;                        /* a schedule starts over after its last phase */
