@@ -35,12 +35,12 @@ WARN      := -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wstrict-prototypes 
 # assert() states invariants (charges <= 1, a record completed only by its owner, a connection
 # in the scheduler only while suspended) and stays on in every build: never -DNDEBUG.
 CFLAGS    ?= -O2 -g
-# pkg-config modules: the server's, and what only the tests add (the server builds without them).
-SRV_PKGS  := libmicrohttpd jansson
-TEST_PKGS := check libcurl
+# pkg-config modules: the server's (libcurl sends its webhooks), and what only the tests add.
+SRV_PKGS  := libmicrohttpd jansson libcurl
+TEST_PKGS := check
 ALL_CFLAGS = -std=c11 $(WARN) $(CFLAGS) $(SANFLAGS) -MMD -MP -pthread \
              $(shell pkg-config --cflags $(SRV_PKGS) 2>/dev/null)
-LDLIBS_SRV = $(shell pkg-config --libs libmicrohttpd jansson 2>/dev/null) -lm -pthread
+LDLIBS_SRV = $(shell pkg-config --libs $(SRV_PKGS) 2>/dev/null) -lm -pthread
 LDLIBS_CHK = $(shell pkg-config --libs check 2>/dev/null)
 LDLIBS_CURL= $(shell pkg-config --libs libcurl jansson 2>/dev/null)
 

@@ -15,6 +15,7 @@
 #include "common.h"
 #include "render.h"
 #include "report.h"
+#include "webhook.h"
 
 struct seed_of {
     const struct gateway *g;
@@ -237,6 +238,8 @@ enum handler_result admin_reset(struct gateway *g, struct request *r)
         json_decref(v);
     }
     gateway_reset(g, p);
+    if (g->webhooks)
+        webhooks_reset(g->webhooks);
     return admin_get_profile(g, r);
 }
 
@@ -287,6 +290,8 @@ enum handler_result admin_metrics(struct gateway *g, struct request *r)
     struct buf b;
     buf_init(&b);
     metrics_render(&b, &g->metrics, &g->flight);
+    if (g->webhooks)
+        webhooks_render_metrics(g->webhooks, &b);
     enum handler_result h = respond_buf(r, 200, &b);
     r->resp.content_type = "text/plain; version=0.0.4; charset=utf-8";
     return h;

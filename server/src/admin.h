@@ -45,4 +45,26 @@ enum handler_result admin_metrics(struct gateway *g, struct request *r);
  * H_RESPOND. Thread: worker. */
 enum handler_result admin_report(struct gateway *g, struct request *r);
 
+/* --- webhooks and the gateway clock (admin_webhooks.c; docs/webhooks.md §6) --- */
+
+/* GET /__admin/webhooks: {"urls": [...], "success": "200"|"2xx"}. PUT with that object
+ * replaces the receivers (each URL checked by webhook_url_check; at most 16; success default
+ * "200"); invalid → 400 INVALID_REQUEST naming the field, and the receivers stay. Thread:
+ * worker. */
+enum handler_result admin_webhooks(struct gateway *g, struct request *r);
+
+/* GET /__admin/webhooks/deliveries[?paymentKey=&orderId=&status=&limit=]: {"deliveries":
+ * [...]} oldest first, the newest `limit` (1 ... 10000) matches; an unknown parameter or a bad
+ * value → 400 INVALID_REQUEST naming it. Thread: worker. */
+enum handler_result admin_deliveries(struct gateway *g, struct request *r);
+
+/* POST /__admin/webhooks/deliveries/{id}/resend: webhooks_resend; 200 with the delivery as it
+ * is before the resend, or 404 NOT_FOUND for an unknown id. Thread: worker. */
+enum handler_result admin_delivery_resend(struct gateway *g, struct request *r);
+
+/* GET /__admin/clock: {"now": "yyyy-MM-ddTHH:mm:ss+09:00", "offset_s": N}. POST {"advance_s":
+ * N} (seconds, 0 ... 3155760000, fractions to the µs) moves it forward (gateway_clock_advance)
+ * and answers like GET; anything else → 400 INVALID_REQUEST. Thread: worker. */
+enum handler_result admin_clock(struct gateway *g, struct request *r);
+
 #endif

@@ -28,6 +28,9 @@ struct config {
     bool quiet;                 /* --quiet: no access log */
     bool log_json;              /* --log json (default text) */
     const char *admin_token;    /* --admin-token: Bearer token for /__admin (NULL: open) */
+    const char **webhook_urls;  /* --webhook-url (repeatable), checked http:// URLs */
+    size_t n_webhook_urls;
+    size_t webhook_max_pending; /* --webhook-max-pending (0 = WEBHOOK_MAX_PENDING_DEFAULT) */
     size_t report_max_identities; /* --report-max-identities: the report's bound on identities
                                      (0 = REPORT_MAX_IDENTITIES_DEFAULT, 1 000 000) */
 };

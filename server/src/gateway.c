@@ -13,6 +13,7 @@
 #include "common.h"
 #include "request.h"
 #include "rng.h"
+#include "webhook.h"
 
 /* The store's event sink: every subscriber, in subscription order. */
 static void publish(void *ctx, const struct payment_event *ev)
@@ -78,7 +79,73 @@ int gateway_txn(struct gateway *g, struct request *r, gateway_txn_fn fn, void *a
 
 bool gateway_expire(struct gateway *g, struct payment *p)
 {
-    return store_expire(&g->store, p, now_unix_us(), g->cfg->session_ttl_s * 1000000);
+    return store_expire(&g->store, p, gateway_now_us(g), g->cfg->session_ttl_s * 1000000);
+}
+
+int64_t gateway_now_us(const struct gateway *g)
+{
+    return now_unix_us() + atomic_load(&g->clock_offset_us);
+}
+
+void gateway_clock_advance(struct gateway *g, int64_t us)
+{
+    assert(us >= 0);
+    atomic_fetch_add(&g->clock_offset_us, us);
+    gateway_sweep_expired(g);
+    if (g->webhooks)
+        webhooks_wake(g->webhooks);
+}
+
+/* Expire p if stale; true if it is settled (no longer a session the sweep must look at). */
+static bool sweep_one(struct gateway *g, struct payment *p, int64_t now_us, size_t *n)
+{
+    if (p->status != PAY_IN_PROGRESS)
+        return true;
+    if (p->processing)
+        return false;
+    if (store_expire(&g->store, p, now_us, g->cfg->session_ttl_s * 1000000)) {
+        (*n)++;
+        return true;
+    }
+    return false;
+}
+
+static int sweep_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
+{
+    (void)r;
+    size_t *n = arg;
+    int64_t now_us = gateway_now_us(g), ttl_us = g->cfg->session_ttl_s * 1000000;
+    size_t keep = 0;
+    for (size_t i = 0; i < g->n_expiry_held; i++)
+        if (!sweep_one(g, g->expiry_held[i], now_us, n))
+            g->expiry_held[keep++] = g->expiry_held[i];
+    g->n_expiry_held = keep;
+    /* Sessions were created in business-time order: stop at the first one not yet over. */
+    while (g->expiry_cursor < store_payment_count(s)) {
+        struct payment *p = store_payment_at(s, g->expiry_cursor);
+        if (p->status == PAY_IN_PROGRESS && now_us - p->requested_at_us < ttl_us)
+            break;
+        if (!sweep_one(g, p, now_us, n)) {
+            if (g->n_expiry_held == g->cap_expiry_held) {
+                size_t cap = g->cap_expiry_held ? 2 * g->cap_expiry_held : 16;
+                struct payment **grown = realloc(g->expiry_held, cap * sizeof *grown);
+                if (!grown)
+                    break; /* looked at again on the next sweep */
+                g->expiry_held = grown;
+                g->cap_expiry_held = cap;
+            }
+            g->expiry_held[g->n_expiry_held++] = p;
+        }
+        g->expiry_cursor++;
+    }
+    return 0;
+}
+
+size_t gateway_sweep_expired(struct gateway *g)
+{
+    size_t n = 0;
+    gateway_txn(g, NULL, sweep_locked, &n);
+    return n;
 }
 
 struct live *gateway_live(struct gateway *g)
@@ -168,6 +235,9 @@ static int reset_store(struct gateway *g, struct store *s, struct request *r, vo
     (void)r;
     (void)arg;
     store_reset(s);
+    g->expiry_cursor = 0;
+    g->n_expiry_held = 0;
+    atomic_store(&g->clock_offset_us, 0);
     __atomic_store_n(&g->generation, g->generation + 1, __ATOMIC_RELEASE);
     return 0;
 }
@@ -233,6 +303,7 @@ void gateway_fini(struct gateway *g)
             profile_free(a->profile);
         free(a);
     }
+    free(g->expiry_held);
     journal_fini(&g->journal);
     report_fini(&g->report);
     pthread_mutex_destroy(&g->apply_lock);

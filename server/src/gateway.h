@@ -62,6 +62,15 @@ struct gateway {
         void *ctx;
     } subscribers[GATEWAY_MAX_SUBSCRIBERS];
     size_t n_subscribers;
+    _Atomic int64_t clock_offset_us; /* the gateway clock minus the wall clock, µs, >= 0
+                                        (docs/webhooks.md §6.7); reset sets it to 0 */
+    /* Sessions the expiry sweep has not passed yet (store lock): ledger.all[expiry_cursor..]
+     * in creation order, and the stale ones it passed while a confirm held them. */
+    size_t expiry_cursor;
+    struct payment **expiry_held;
+    size_t n_expiry_held, cap_expiry_held;
+    struct webhooks *webhooks;     /* the webhook dispatcher (webhook.h), or NULL; set by main
+                                      before the daemon starts */
 };
 
 /* Initialise with the settings (borrowed), the profile resolver (for names; may be NULL: then
@@ -135,6 +144,25 @@ struct live *gateway_live(struct gateway *g);
  * the entry cannot change meanwhile. Thread: any. */
 void gateway_with_applied(struct gateway *g, void (*fn)(const struct applied *a, void *ctx),
                           void *ctx);
+
+/* --- the gateway clock (docs/webhooks.md §6.7) --- */
+
+/* Business time now: the wall clock plus the clock's offset, µs since the Unix epoch. Every
+ * business timestamp (requestedAt, approvedAt, canceledAt, transactionAt, a webhook's
+ * createdAt) and business timer (session expiry, idempotency TTL, webhook retries) reads it;
+ * transport time (latencies, throttles, timeouts, the journal) never does. Thread: any. */
+int64_t gateway_now_us(const struct gateway *g);
+
+/* Move the gateway clock forward by `us` (>= 0) microseconds, then expire every session that is
+ * over at the new time (gateway_sweep_expired) and wake the webhook dispatcher, so whatever
+ * fell due fires at once, in due order. Thread: any (not under the store lock). */
+void gateway_clock_advance(struct gateway *g, int64_t us);
+
+/* Expire every session whose --session-ttl is over at gateway_now_us (docs/api.md §2.1), in
+ * creation order, each with its EXPIRED event; a session a confirm holds is looked at again on
+ * the next sweep. Amortised O(1) per payment. Returns how many expired. Thread: any (not under
+ * the store lock); the webhook dispatcher calls it once a second. */
+size_t gateway_sweep_expired(struct gateway *g);
 
 /* Expire p if its session is over (--session-ttl; docs/api.md §2.1). True if p is EXPIRED.
  * Store lock held (inside a gateway_txn section). */

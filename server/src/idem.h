@@ -34,7 +34,7 @@ struct idem_record {
     size_t scope_len;
     enum idem_state state;
     const void *owner;           /* the request holding the claim (PROCESSING only) */
-    int64_t expires_ns;          /* monotonic ns */
+    int64_t expires_ns;          /* business time (the gateway clock), ns since the epoch */
     uint64_t body_hash;          /* hash of the first request's canonical body */
     struct idem_response resp;   /* DONE only */
 };

@@ -46,6 +46,7 @@ struct payment {
     int64_t requested_at_us; /* creation (first confirm's arrival, or the session's) */
     int64_t approved_at_us;  /* commit of the approval; 0 before */
     uint32_t confirm_attempts;
+    uint32_t n_events;       /* status changes announced after the creation (store.c) */
     uint32_t n_cancels;
     struct payment_cancel *cancels; /* owned, n_cancels entries in commit order */
     uint32_t n_idem_keys;

@@ -23,15 +23,18 @@
 #include "observe.h"
 #include "sched.h"
 #include "subcmd.h"
+#include "webhook.h"
 
 #define MAX_SECRET_KEYS 64
+#define MAX_COPIES (MAX_SECRET_KEYS + WEBHOOK_MAX_RECEIVERS)
 
 /* Every flag, its argument, its environment variable and its help text: the one place a flag
  * is documented. Environment variable = FAKEGATE_ + the flag upper-cased, '-' → '_'. */
 enum opt_id {
     O_HOST, O_PORT, O_PORT_FILE, O_PROFILE, O_PROFILES_DIR, O_SEED, O_SECRET_KEY, O_MID,
     O_THREADS, O_MAX_BODY, O_IDEMPOTENCY_TTL, O_SESSION_TTL, O_STRICT_SESSIONS, O_IDLE_TIMEOUT,
-    O_CONSECUTIVE_CANCEL_MS, O_REPORT_MAX_IDENTITIES, O_ADMIN_TOKEN, O_LOG, O_QUIET,
+    O_CONSECUTIVE_CANCEL_MS, O_REPORT_MAX_IDENTITIES, O_WEBHOOK_URL, O_WEBHOOK_MAX_PENDING,
+    O_ADMIN_TOKEN, O_LOG, O_QUIET,
     O_CHECK_PROFILE, O_VERSION, O_HELP, O_COUNT
 };
 
@@ -59,6 +62,8 @@ static const struct opt opts[O_COUNT] = {
     [O_IDLE_TIMEOUT] = {"idle-timeout", "SECONDS", true, "close idle keep-alive connections after this many seconds (default 30; 0 = never)"},
     [O_CONSECUTIVE_CANCEL_MS] = {"consecutive-cancel-ms", "MS", true, "a cancel within this many ms of the payment's previous cancel → 403 FORBIDDEN_CONSECUTIVE_REQUEST (default 1000, as Toss; 0 = off)"},
     [O_REPORT_MAX_IDENTITIES] = {"report-max-identities", "N", true, "identities the report keeps state for since the last reset (default 1000000); beyond it the report says complete: false"},
+    [O_WEBHOOK_URL] = {"webhook-url", "URL", true, "webhook receiver, http://host[:port]/path (repeatable, at most 16; env: comma-separated); PUT /__admin/webhooks replaces them at run time"},
+    [O_WEBHOOK_MAX_PENDING] = {"webhook-max-pending", "N", true, "webhook deliveries pending at once (default 10000); beyond it the oldest is failed, fakegate_webhook_evicted_total counts it"},
     [O_ADMIN_TOKEN] = {"admin-token", "TOKEN", true, "require 'Authorization: Bearer TOKEN' on /__admin routes (not /__admin/health; /healthz and /metrics stay open)"},
     [O_LOG] = {"log", "FORMAT", true, "access log on stderr, one line per request: text (default) or json"},
     [O_QUIET] = {"quiet", NULL, true, "no access log and no start-up notes on stderr (errors still print)"},
@@ -120,7 +125,9 @@ struct cli {
     struct config cfg;
     const char *secret_keys[MAX_SECRET_KEYS];
     bool keys_from_flags;
-    char *copies[MAX_SECRET_KEYS]; /* the strings secret_keys point into: freed at exit */
+    const char *webhook_urls[WEBHOOK_MAX_RECEIVERS];
+    bool urls_from_flags;
+    char *copies[MAX_COPIES]; /* the strings secret_keys and webhook_urls point into */
     size_t n_copies;
     const char *check_profile;
 };
@@ -154,10 +161,47 @@ static const char *accepted(int id)
     case O_IDLE_TIMEOUT: return "must be 0-86400 (seconds; 0 = never)";
     case O_CONSECUTIVE_CANCEL_MS: return "must be 0-86400000 (milliseconds; 0 = off)";
     case O_REPORT_MAX_IDENTITIES: return "must be 1-4294967295 (identities)";
+    case O_WEBHOOK_URL: return "must hold at least one URL (comma-separated)";
+    case O_WEBHOOK_MAX_PENDING: return "must be 1-4294967295 (deliveries)";
     case O_STRICT_SESSIONS:
     case O_QUIET: return "must be 1, true, yes, 0, false or no";
     default: return "invalid value";
     }
+}
+
+/* Add the comma-separated items of `val` (spaces around each trimmed, empty ones skipped) to
+ * list[*n], at most `max`; the first flag replaces what the environment gave (*from_flags
+ * remembers it). `what` names the flag in messages. 0, or -1 (printed). */
+static int append_list(struct cli *c, const char *val, const char *src, bool *from_flags,
+                       const char **list, size_t *n, size_t max, const char *what)
+{
+    if (strcmp(src, "flag") == 0 && !*from_flags) {
+        *n = 0; /* flags replace the environment's list */
+        *from_flags = true;
+    }
+    char *copy = strdup(val), *save = NULL;
+    if (!copy || c->n_copies == MAX_COPIES) {
+        free(copy);
+        fprintf(stderr, "fakegate: %s: too many values\n", what);
+        return -1;
+    }
+    c->copies[c->n_copies++] = copy;
+    for (char *k = strtok_r(copy, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+        /* "a, b" as a list is written in YAML and compose files: spaces around an item are
+         * not part of it. */
+        k += strspn(k, " \t");
+        size_t len = strlen(k);
+        while (len > 0 && (k[len - 1] == ' ' || k[len - 1] == '\t'))
+            k[--len] = '\0';
+        if (len == 0)
+            continue;
+        if (*n == max) {
+            fprintf(stderr, "fakegate: %s: at most %zu values\n", what, max);
+            return -1;
+        }
+        list[(*n)++] = k; /* points into c->copies */
+    }
+    return 0;
 }
 
 /* Apply one option value. `src` names where it came from, for messages. 0 or -1 (printed). */
@@ -182,39 +226,36 @@ static int apply(struct cli *c, int id, const char *val, const char *src)
         cfg->seed = v;
         return 0;
     case O_SECRET_KEY: {
-        if (strcmp(src, "flag") == 0 && !c->keys_from_flags) {
-            cfg->n_secret_keys = 0; /* flags replace the environment's list */
-            c->keys_from_flags = true;
-        }
-        char *copy = strdup(val), *save = NULL;
-        if (!copy)
+        bool replaces = strcmp(src, "flag") == 0 && !c->keys_from_flags;
+        size_t before = replaces ? 0 : cfg->n_secret_keys;
+        if (append_list(c, val, src, &c->keys_from_flags, c->secret_keys, &cfg->n_secret_keys,
+                        MAX_SECRET_KEYS, "--secret-key") != 0)
             return -1;
-        if (c->n_copies == MAX_SECRET_KEYS) {
-            free(copy);
-            fprintf(stderr, "fakegate: --secret-key: at most %d keys\n", MAX_SECRET_KEYS);
-            return -1;
-        }
-        c->copies[c->n_copies++] = copy;
-        size_t before = cfg->n_secret_keys;
-        for (char *k = strtok_r(copy, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
-            /* "a, b" as a list is written in YAML and compose files: spaces around a key are
-             * not part of it. */
-            k += strspn(k, " \t");
-            size_t n = strlen(k);
-            while (n > 0 && (k[n - 1] == ' ' || k[n - 1] == '\t'))
-                k[--n] = '\0';
-            if (n == 0)
-                continue;
-            if (cfg->n_secret_keys == MAX_SECRET_KEYS) {
-                fprintf(stderr, "fakegate: --secret-key: at most %d keys\n", MAX_SECRET_KEYS);
-                return -1;
-            }
-            c->secret_keys[cfg->n_secret_keys++] = k; /* points into c->copies */
-        }
         if (cfg->n_secret_keys == before)
             goto bad; /* no key in it: an empty value would silently mean "any test_sk_" */
         return 0;
     }
+    case O_WEBHOOK_URL: {
+        bool replaces = strcmp(src, "flag") == 0 && !c->urls_from_flags;
+        size_t before = replaces ? 0 : cfg->n_webhook_urls;
+        if (append_list(c, val, src, &c->urls_from_flags, c->webhook_urls, &cfg->n_webhook_urls,
+                        WEBHOOK_MAX_RECEIVERS, "--webhook-url") != 0)
+            return -1;
+        char err[ERR_LEN];
+        for (size_t i = before; i < cfg->n_webhook_urls; i++)
+            if (webhook_url_check(c->webhook_urls[i], err) != 0) {
+                fprintf(stderr, "fakegate: --webhook-url: %s\n", err);
+                return -1;
+            }
+        if (cfg->n_webhook_urls == before)
+            goto bad;
+        return 0;
+    }
+    case O_WEBHOOK_MAX_PENDING:
+        if (!parse_u64(val, UINT32_MAX, &v) || v == 0)
+            goto bad;
+        cfg->webhook_max_pending = (size_t)v;
+        return 0;
     case O_MID:
         if (val[0] == '\0')
             goto bad;
@@ -310,6 +351,7 @@ static int parse_cli(struct cli *c, int argc, char **argv)
     cfg->idle_timeout_s = 30;
     cfg->consecutive_cancel_ms = 1000;
     cfg->secret_keys = c->secret_keys;
+    cfg->webhook_urls = c->webhook_urls;
     for (int i = 0; i < O_COUNT; i++) {
         if (!opts[i].env)
             continue;
@@ -429,6 +471,7 @@ static int run(struct cli *clip, int argc, char **argv)
     struct cli cli = *clip;
     struct config *cfg = &cli.cfg;
     cfg->secret_keys = cli.secret_keys;
+    cfg->webhook_urls = cli.webhook_urls;
     char err[ERR_LEN];
     struct profile *profile = NULL;
     struct profile_search search;
@@ -472,9 +515,16 @@ static int run(struct cli *clip, int argc, char **argv)
         fprintf(stderr, "fakegate: out of memory\n");
         return 1;
     }
+    struct webhooks *wh = webhooks_start(&gw, cfg->webhook_urls, cfg->n_webhook_urls,
+                                         cfg->webhook_max_pending, cfg->quiet, err);
+    if (!wh) {
+        fprintf(stderr, "fakegate: %s\n", err);
+        return 1;
+    }
     struct sched sched;
     if (sched_start(&sched, err, sizeof err) != 0) {
         fprintf(stderr, "fakegate: %s\n", err);
+        webhooks_stop(wh);
         return 1;
     }
     struct http_server *h = http_start(cfg, &sched, &gw, rnd[1], err, sizeof err);
@@ -482,6 +532,7 @@ static int run(struct cli *clip, int argc, char **argv)
         fprintf(stderr, "fakegate: %s\n", err);
         sched_drain(&sched);
         sched_fini(&sched);
+        webhooks_stop(wh);
         return 1;
     }
     unsigned port = http_port(h);
@@ -489,6 +540,7 @@ static int run(struct cli *clip, int argc, char **argv)
         fprintf(stderr, "fakegate: --port-file %s: %s\n", cfg->port_file, strerror(errno));
         http_stop(h, 0);
         sched_fini(&sched);
+        webhooks_stop(wh);
         return 1;
     }
     if (!cfg->quiet)
@@ -536,6 +588,7 @@ static int run(struct cli *clip, int argc, char **argv)
         fprintf(stderr, "fakegate: %s: stopping\n", strsignal(sig));
     http_stop(h, 1500);
     sched_fini(&sched);
+    webhooks_stop(wh);
     if (cfg->port_file)
         unlink(cfg->port_file);
     gateway_fini(&gw);

@@ -188,7 +188,7 @@ static bool confirm_checks(struct gateway *g, struct store *s, struct request *r
             business_error(s, r, "NOT_FOUND_PAYMENT_SESSION", NULL, NULL);
             return false;
         }
-        p = store_create(s, r->payment_key, r->order_id, r->amount, now_unix_us(), r, NULL);
+        p = store_create(s, r->payment_key, r->order_id, r->amount, gateway_now_us(g), r, NULL);
         if (!p) {
             business_error(s, r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL, NULL);
             return false;
@@ -229,7 +229,7 @@ struct claim_args {
 static int claim_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
 {
     const struct claim_args *a = arg;
-    return idem_gate(g, s, r, a->scope, a->scope_len, now_mono_ns()) &&
+    return idem_gate(g, s, r, a->scope, a->scope_len, gateway_now_us(g) * 1000) &&
            (r->kind == RK_CANCEL || confirm_checks(g, s, r));
 }
 
@@ -252,7 +252,7 @@ static int commit_locked(struct gateway *g, struct store *s, struct request *r, 
         release_claim(s, r);
         return COMMIT_UNCOMMITTED;
     }
-    if (store_approve(s, p, now_unix_us(), r) != 0) {
+    if (store_approve(s, p, gateway_now_us(g), r) != 0) {
         release_claim(s, r);
         return COMMIT_FAILED;
     }
@@ -318,7 +318,7 @@ static int cancel_locked(struct gateway *g, struct store *s, struct request *r, 
         release_claim(s, r);
         return CANCEL_ANSWERED;
     }
-    int64_t now_us = now_unix_us();
+    int64_t now_us = gateway_now_us(g);
     struct payment *p = store_payment(s, r->payment_key);
     const char *code = NULL;
     if (!p)
@@ -690,7 +690,7 @@ static int arrive_locked(struct gateway *g, struct store *s, struct request *r, 
     (void)arg;
     struct payment *p = store_payment(s, r->payment_key);
     if (!p && !g->cfg->strict_sessions)
-        p = store_create(s, r->payment_key, r->order_id, r->amount, now_unix_us(), r, NULL);
+        p = store_create(s, r->payment_key, r->order_id, r->amount, gateway_now_us(g), r, NULL);
     r->payment = p;
     if (p) {
         p->confirm_attempts++;
@@ -755,7 +755,7 @@ static void session_key(struct gateway *g, uint64_t n, char out[32])
 {
     static const char alnum[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
     char t[32];
-    fmt_kst(now_unix_us(), t); /* 2024-02-13T12:17:57+09:00 */
+    fmt_kst(gateway_now_us(g), t); /* 2024-02-13T12:17:57+09:00 */
     uint64_t st = g->instance_id ^ mix64(n);
     snprintf(out, 32, "tgen_%.4s%.2s%.2s%.2s%.2s%.2s", t, t + 5, t + 8, t + 11, t + 14, t + 17);
     for (int i = 0; i < 5; i++)
@@ -780,7 +780,7 @@ static int session_locked(struct gateway *g, struct store *s, struct request *r,
         session_key(g, store_ledger(s)->next_id, key);
         a->payment_key = key;
     }
-    struct payment *p = store_create(s, a->payment_key, a->order_id, a->amount, now_unix_us(),
+    struct payment *p = store_create(s, a->payment_key, a->order_id, a->amount, gateway_now_us(g),
                                      NULL, &a->why);
     a->payment_key = NULL; /* `key` ends here */
     if (!p)

@@ -5,9 +5,10 @@
 
 #include <assert.h>
 
-static void emit(struct store *s, const struct payment *p, struct request *cause)
+static void emit(struct store *s, struct payment *p, struct request *cause, int64_t at_us)
 {
-    struct payment_event ev = {.status = p->status, .payment = p, .cause = cause};
+    struct payment_event ev = {.status = p->status, .payment = p, .cause = cause, .at_us = at_us,
+                               .seq = p->status == PAY_IN_PROGRESS ? 0 : p->n_events++};
     if (s->emit)
         s->emit(s->emit_ctx, &ev);
 }
@@ -66,7 +67,7 @@ struct payment *store_create(struct store *s, const char *payment_key, const cha
 {
     struct payment *p = ledger_create(&s->ledger, payment_key, order_id, amount, now_us, why);
     if (p)
-        emit(s, p, cause);
+        emit(s, p, cause, now_us);
     return p;
 }
 
@@ -75,7 +76,7 @@ int store_approve(struct store *s, struct payment *p, int64_t now_us, struct req
     assert(p->status == PAY_IN_PROGRESS && p->charges == 0); /* charges <= 1 */
     if (ledger_approve(&s->ledger, p, now_us) != 0)
         return -1;
-    emit(s, p, cause);
+    emit(s, p, cause, now_us);
     return 0;
 }
 
@@ -85,7 +86,7 @@ int store_cancel(struct store *s, struct payment *p, int64_t amount, const char 
     assert(amount >= 1 && amount <= p->balance);
     if (ledger_cancel(&s->ledger, p, amount, reason, now_us) != 0)
         return -1;
-    emit(s, p, cause);
+    emit(s, p, cause, now_us);
     return 0;
 }
 
@@ -94,7 +95,7 @@ bool store_expire(struct store *s, struct payment *p, int64_t now_us, int64_t tt
     bool was = p->status == PAY_EXPIRED;
     bool is = ledger_expire_if_stale(p, now_us, ttl_us);
     if (is && !was)
-        emit(s, p, NULL);
+        emit(s, p, NULL, now_us);
     return is;
 }
 

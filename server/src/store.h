@@ -27,6 +27,9 @@ struct payment_event {
     enum pay_status status;          /* the status it changed to */
     const struct payment *payment;
     struct request *cause;
+    int64_t at_us;                   /* business time of the change (the gateway clock) */
+    uint32_t seq;                    /* its number among the payment's events, from 0; the
+                                        creation (IN_PROGRESS) is not counted */
 };
 
 /* Receives every payment_event, under the store lock, on the thread that made the change: it
@@ -92,7 +95,7 @@ const struct ledger *store_ledger(const struct store *s);
 
 /* --- idempotency records (docs/idempotency.md §3) --- */
 
-/* The live record of `scope` at now_ns (monotonic), or NULL (an expired one is dropped). */
+/* The live record of `scope` at now_ns (the gateway clock, ns since the epoch), or NULL (an expired one is dropped). */
 struct idem_record *store_idem_lookup(struct store *s, const char *scope, size_t len,
                                       int64_t now_ns);
 /* A PROCESSING record owned by `owner`; none may exist. NULL on out of memory. */

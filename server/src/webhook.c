@@ -1,0 +1,1116 @@
+/* webhook.c -- receivers, deliveries and the dispatcher thread (see webhook.h).
+ *
+ * A payment event goes: store (under the store lock) → inbox (leaf lock) → the dispatcher
+ * renders its body under the store lock, checking the event's ledger generation → one delivery
+ * per receiver under the webhooks lock, its fault drawn from (seed, paymentKey, event sequence
+ * number, receiver) → attempts on libcurl's multi handle, each due on a timer: the real clock
+ * for the first attempt (the profile's `delay` is a latency), the gateway clock for retries (so
+ * a test moves them forward). Timers are two binary heaps of (due, id, version) entries; an
+ * entry whose delivery has moved on (another version) or left the journal is skipped when it
+ * comes up. Invariants: a delivery has at most one attempt in flight; it is on the pending list
+ * exactly while its status is pending; `all` is in id order. */
+#define _GNU_SOURCE
+#include "webhook.h"
+
+#include <assert.h>
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gateway.h"
+#include "ledger.h"
+#include "render.h"
+#include "request.h"
+#include "rng.h"
+#include "store.h"
+
+#define MAX_ATTEMPTS 8          /* scheduled attempts before a delivery is failed [Toss] */
+#define MAX_IN_FLIGHT 64        /* attempts on the wire at once; the rest wait their turn */
+#define ATTEMPT_TIMEOUT_MS 10000 /* an answer slower than this fails the attempt [ours] */
+#define ANSWER_BODY_MAX 65536   /* bytes of a receiver's answer read, at most */
+#define SWEEP_INTERVAL_NS NS_PER_S
+#define IDLE_WAIT_MS 1000
+#define RNG_ROUTE_WEBHOOK 64    /* rng_seed_request's route for webhook decisions (no route's) */
+
+/* Minutes between a failed attempt and the next [Toss developer guide, webhooks]. */
+static const int64_t RETRY_MIN[MAX_ATTEMPTS - 1] = {1, 4, 16, 64, 256, 1024, 4096};
+
+enum event_type { EV_PAYMENT_STATUS_CHANGED = 0, EV_TYPES };
+static const char *const EVENT_TYPE_NAMES[EV_TYPES] = {"PAYMENT_STATUS_CHANGED"};
+static const char *const STATUS_NAMES[] = {"pending", "delivered", "failed", "dropped"};
+
+/* An event as the store announced it, waiting in the inbox to be rendered. */
+struct inbound {
+    const struct payment *payment; /* valid while `generation` is the gateway's */
+    uint64_t generation;
+    uint32_t view_cancels;
+    enum pay_status view_status;
+    int64_t at_us;
+    uint32_t seq;
+    const struct webhook_faults *faults; /* the profile's, alive until exit */
+    uint64_t seed;
+};
+
+/* One event, shared by its deliveries (refcounted under the webhooks lock). */
+struct event {
+    unsigned refs;
+    enum event_type type;
+    uint64_t generation;
+    char *body;                 /* the JSON sent */
+    size_t body_len;
+    char *payment_key, *order_id; /* in one allocation with the event */
+    char tx_key[33];            /* the transaction the event is about, or "" */
+};
+
+struct attempt {
+    int64_t at_us;              /* business time it started */
+    uint32_t retried_count;
+    int http_status;            /* 0: none received */
+    double duration_ms;
+    char *error;                /* owned, or NULL */
+};
+
+struct delivery {
+    uint64_t id;
+    struct event *ev;
+    char *url;                  /* owned */
+    bool success_2xx;
+    char transmission_id[35];   /* whtrans_ + 26 */
+    enum delivery_status status;
+    uint64_t duplicate_of;      /* 0: an original */
+    uint32_t version;           /* timer entries of another version are stale */
+    int64_t due_mono_ns;        /* first attempt due (real clock); 0 once started */
+    int64_t due_biz_us;         /* next retry due (gateway clock); 0 when none */
+    int64_t sched_base_us;      /* business time the last scheduled attempt was due */
+    uint32_t n_sched;           /* scheduled attempts made */
+    bool in_flight, resend_wanted, due_wanted;
+    bool cur_resend;            /* the attempt in flight is a resend */
+    enum delivery_status before_resend;
+    bool orphan;                /* dropped by a reset while in flight */
+    bool orphan_listed;         /* ...and on w->orphans (freed there), else freed when it ends */
+    char *note;                 /* why it failed without a last attempt, or NULL */
+    struct attempt *attempts;
+    uint32_t n_attempts;
+    size_t cap_attempts;
+    struct delivery *pend_prev, *pend_next;
+    /* the attempt in flight */
+    CURL *easy;
+    struct curl_slist *headers;
+    size_t answer_bytes;
+    int64_t started_ns;
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+struct timer {
+    int64_t due;
+    uint64_t id;
+    uint32_t version;
+};
+
+struct heap {
+    struct timer *t;
+    size_t n, cap;
+};
+
+struct webhooks {
+    struct gateway *g;
+    bool quiet;
+    size_t max_pending;
+    pthread_t thread;
+    _Atomic bool stop;
+    CURLM *multi;
+
+    pthread_mutex_t inbox_lock;  /* leaf: taken under the store lock */
+    struct inbound *inbox;
+    size_t n_inbox, cap_inbox;
+    atomic_size_t n_receivers;   /* read without a lock by the store's subscriber */
+
+    pthread_mutex_t lock;        /* everything below */
+    char *urls[WEBHOOK_MAX_RECEIVERS];
+    bool success_2xx;
+    struct delivery **all;       /* the journal, id order */
+    size_t n_all, cap_all;
+    uint64_t next_id, next_event;
+    struct delivery *pend_head, *pend_tail;
+    size_t n_pending;
+    struct heap real, biz;       /* first attempts (mono ns), retries (business µs) */
+    uint64_t *resends;           /* ids asked for by POST .../resend */
+    size_t n_resends, cap_resends;
+    struct delivery **orphans;   /* dropped by a reset while in flight */
+    size_t n_orphans, cap_orphans;
+    size_t n_in_flight;
+    uint64_t attempts_total[EV_TYPES][4]; /* [type][delivered, failed, dropped, duplicated] */
+    uint64_t evicted_total;
+};
+
+enum { RES_DELIVERED = 0, RES_FAILED, RES_DROPPED, RES_DUPLICATED };
+static const char *const RESULT_NAMES[] = {"delivered", "failed", "dropped", "duplicated"};
+
+/* ---- small helpers --------------------------------------------------------------------------- */
+
+static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return true;
+    size_t n = *cap ? *cap * 2 : 16;
+    while (n < need)
+        n *= 2;
+    void *p = realloc(*arr, n * elem);
+    if (!p)
+        return false;
+    *arr = p;
+    *cap = n;
+    return true;
+}
+
+/* Korea time without an offset, fraction digits trimmed of trailing zeros (Toss's webhook
+ * createdAt: "2024-02-13T12:17:57.123"). */
+static void fmt_created_at(int64_t us, char out[40])
+{
+    char t[32];
+    fmt_kst(us, t);
+    size_t n = strlen(t) - 6; /* without "+09:00" */
+    memcpy(out, t, n);
+    int64_t frac = us % 1000000;
+    if (frac < 0)
+        frac += 1000000;
+    if (frac) {
+        char f[8];
+        snprintf(f, sizeof f, "%06lld", (long long)frac);
+        size_t k = 6;
+        while (f[k - 1] == '0')
+            k--;
+        out[n++] = '.';
+        memcpy(out + n, f, k);
+        n += k;
+    }
+    out[n] = '\0';
+}
+
+/* ---- timers ---------------------------------------------------------------------------------- */
+
+static bool heap_push(struct heap *h, int64_t due, uint64_t id, uint32_t version)
+{
+    if (!grow((void **)&h->t, &h->cap, h->n + 1, sizeof *h->t))
+        return false;
+    size_t i = h->n++;
+    while (i > 0 && h->t[(i - 1) / 2].due > due) {
+        h->t[i] = h->t[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->t[i] = (struct timer){due, id, version};
+    return true;
+}
+
+static void heap_sift_down(struct heap *h, size_t i)
+{
+    struct timer x = h->t[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && h->t[c + 1].due < h->t[c].due)
+            c++;
+        if (h->t[c].due >= x.due)
+            break;
+        h->t[i] = h->t[c];
+        i = c;
+    }
+    h->t[i] = x;
+}
+
+static void heap_pop(struct heap *h)
+{
+    h->t[0] = h->t[--h->n];
+    if (h->n)
+        heap_sift_down(h, 0);
+}
+
+/* ---- the journal ----------------------------------------------------------------------------- */
+
+static struct delivery *find(struct webhooks *w, uint64_t id)
+{
+    size_t lo = 0, hi = w->n_all;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (w->all[mid]->id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < w->n_all && w->all[lo]->id == id ? w->all[lo] : NULL;
+}
+
+static void event_unref(struct event *e)
+{
+    if (e && --e->refs == 0) {
+        free(e->body);
+        free(e);
+    }
+}
+
+static void delivery_free(struct delivery *d)
+{
+    for (uint32_t i = 0; i < d->n_attempts; i++)
+        free(d->attempts[i].error);
+    free(d->attempts);
+    event_unref(d->ev);
+    free(d->url);
+    free(d->note);
+    free(d);
+}
+
+static void pending_add(struct webhooks *w, struct delivery *d)
+{
+    d->status = DELIVERY_PENDING;
+    d->pend_prev = w->pend_tail;
+    d->pend_next = NULL;
+    if (w->pend_tail)
+        w->pend_tail->pend_next = d;
+    else
+        w->pend_head = d;
+    w->pend_tail = d;
+    w->n_pending++;
+}
+
+/* Leave the pending list with status `st`; every timer of d goes stale. */
+static void settle(struct webhooks *w, struct delivery *d, enum delivery_status st)
+{
+    if (d->status == DELIVERY_PENDING) {
+        if (d->pend_prev)
+            d->pend_prev->pend_next = d->pend_next;
+        else
+            w->pend_head = d->pend_next;
+        if (d->pend_next)
+            d->pend_next->pend_prev = d->pend_prev;
+        else
+            w->pend_tail = d->pend_prev;
+        d->pend_prev = d->pend_next = NULL;
+        w->n_pending--;
+    }
+    d->status = st;
+    d->version++;
+    d->due_mono_ns = 0;
+    d->due_biz_us = 0;
+}
+
+/* Keep the last WEBHOOK_JOURNAL deliveries, and every pending or in-flight one. */
+static void trim(struct webhooks *w)
+{
+    if (w->n_all <= WEBHOOK_JOURNAL + WEBHOOK_JOURNAL / 8)
+        return;
+    size_t excess = w->n_all - WEBHOOK_JOURNAL, keep = 0;
+    for (size_t i = 0; i < w->n_all; i++) {
+        struct delivery *d = w->all[i];
+        if (excess > 0 && d->status != DELIVERY_PENDING && !d->in_flight) {
+            delivery_free(d);
+            excess--;
+        } else {
+            w->all[keep++] = d;
+        }
+    }
+    w->n_all = keep;
+}
+
+/* ---- filing deliveries ----------------------------------------------------------------------- */
+
+static void transmission_id(uint64_t salt, uint64_t n, char out[35])
+{
+    static const char b32[] = "abcdefghijklmnopqrstuvwxyz234567";
+    uint64_t st = salt ^ mix64(n);
+    memcpy(out, "whtrans_", 8);
+    uint64_t v = splitmix64(&st);
+    for (int i = 0; i < 26; i++) {
+        if (i == 12)
+            v = splitmix64(&st);
+        out[8 + i] = b32[v & 31];
+        v >>= 5;
+    }
+    out[34] = '\0';
+}
+
+/* The oldest pending delivery is failed to make room (the bound of --webhook-max-pending). */
+static void evict_oldest(struct webhooks *w)
+{
+    struct delivery *d = w->pend_head;
+    char note[160];
+    snprintf(note, sizeof note,
+             "evicted: more than %zu deliveries pending (--webhook-max-pending)", w->max_pending);
+    free(d->note);
+    d->note = strdup(note);
+    settle(w, d, DELIVERY_FAILED);
+    w->evicted_total++;
+}
+
+static struct delivery *file_one(struct webhooks *w, struct event *e, const char *url,
+                                 const char tid[35], uint64_t duplicate_of)
+{
+    struct delivery *d = calloc(1, sizeof *d);
+    if (!d || !(d->url = strdup(url)) ||
+        !grow((void **)&w->all, &w->cap_all, w->n_all + 1, sizeof *w->all)) {
+        if (d)
+            free(d->url);
+        free(d);
+        return NULL;
+    }
+    d->id = ++w->next_id;
+    d->ev = e;
+    e->refs++;
+    d->success_2xx = w->success_2xx;
+    memcpy(d->transmission_id, tid, 35);
+    d->duplicate_of = duplicate_of;
+    w->all[w->n_all++] = d;
+    return d;
+}
+
+/* One delivery per receiver for event `e` (webhooks lock held), each with its fault drawn. */
+static void file_event(struct webhooks *w, struct event *e, const struct inbound *in)
+{
+    int64_t now = now_mono_ns();
+    uint64_t salt = store_ledger(&w->g->store)->salt; /* fixed at start: no lock needed */
+    uint64_t n_event = w->next_event++;
+    for (size_t i = 0; i < WEBHOOK_MAX_RECEIVERS && w->urls[i]; i++) {
+        struct rng rng;
+        rng_seed_request(&rng, in->seed, RNG_ROUTE_WEBHOOK + (int)i, e->payment_key,
+                         strlen(e->payment_key), in->seq);
+        double u = rng_uniform01(&rng);
+        const struct webhook_faults *f = in->faults;
+        char tid[35];
+        transmission_id(salt, n_event * WEBHOOK_MAX_RECEIVERS + i, tid);
+        struct delivery *d = file_one(w, e, w->urls[i], tid, 0);
+        if (!d)
+            continue;
+        if (f && u < f->drop_p) {
+            d->status = DELIVERY_DROPPED;
+            w->attempts_total[e->type][RES_DROPPED]++;
+            continue;
+        }
+        bool dup = f && u < f->drop_p + f->duplicate_p;
+        double delay_ms = f ? latency_sample_ms(&f->delay, &rng) : 0;
+        double after_ms = dup ? latency_sample_ms(&f->duplicate_after, &rng) : 0;
+        for (int k = 0; k < (dup ? 2 : 1); k++) {
+            struct delivery *x = k == 0 ? d : file_one(w, e, w->urls[i], tid, d->id);
+            if (!x)
+                break;
+            if (w->n_pending >= w->max_pending)
+                evict_oldest(w);
+            pending_add(w, x);
+            x->due_mono_ns = now + (int64_t)((delay_ms + (k ? after_ms : 0)) * 1e6);
+            if (!heap_push(&w->real, x->due_mono_ns, x->id, x->version)) {
+                free(x->note);
+                x->note = strdup("out of memory");
+                settle(w, x, DELIVERY_FAILED);
+            }
+            if (k)
+                w->attempts_total[e->type][RES_DUPLICATED]++;
+        }
+    }
+    trim(w);
+}
+
+/* ---- the store's subscriber and the inbox ---------------------------------------------------- */
+
+/* Under the store lock, on the thread that changed the payment: note the event, nothing more. */
+static void on_payment_event(void *ctx, const struct payment_event *ev)
+{
+    struct webhooks *w = ctx;
+    if (ev->status == PAY_IN_PROGRESS || atomic_load(&w->n_receivers) == 0)
+        return;
+    struct gateway *g = w->g;
+    struct live *l = ev->cause && ev->cause->adm.live ? ev->cause->adm.live : gateway_live(g);
+    int64_t since;
+    const struct profile *p = live_current(l, now_mono_ns(), &since)->profile;
+    struct inbound in = {
+        .payment = ev->payment,
+        .generation = g->generation, /* the store lock is held */
+        .view_cancels = ev->payment->n_cancels,
+        .view_status = ev->status,
+        .at_us = ev->at_us,
+        .seq = ev->seq,
+        .faults = &p->webhooks,
+        .seed = ev->cause ? ev->cause->adm.seed : gateway_seed(g, p),
+    };
+    pthread_mutex_lock(&w->inbox_lock);
+    if (grow((void **)&w->inbox, &w->cap_inbox, w->n_inbox + 1, sizeof *w->inbox))
+        w->inbox[w->n_inbox++] = in;
+    pthread_mutex_unlock(&w->inbox_lock);
+    curl_multi_wakeup(w->multi);
+}
+
+struct render_batch {
+    const struct inbound *in;
+    size_t n;
+    struct event **out;         /* NULL where the event's ledger is gone or memory ran out */
+};
+
+static struct event *render_event(struct gateway *g, const struct inbound *in)
+{
+    const struct payment *p = in->payment;
+    size_t lk = strlen(p->payment_key), lo = strlen(p->order_id);
+    struct event *e = calloc(1, sizeof *e + lk + lo + 2);
+    if (!e)
+        return NULL;
+    e->type = EV_PAYMENT_STATUS_CHANGED;
+    e->generation = in->generation;
+    e->payment_key = (char *)(e + 1);
+    e->order_id = e->payment_key + lk + 1;
+    memcpy(e->payment_key, p->payment_key, lk + 1);
+    memcpy(e->order_id, p->order_id, lo + 1);
+    const struct ledger *l = store_ledger(&g->store);
+    if (in->view_status == PAY_DONE && in->view_cancels == 0)
+        ledger_tx_key(l, p, -1, e->tx_key);
+    else if (in->view_cancels > 0)
+        ledger_tx_key(l, p, (int32_t)in->view_cancels - 1, e->tx_key);
+    char created[40];
+    fmt_created_at(in->at_us, created);
+    struct buf b;
+    buf_init(&b);
+    buf_adds(&b, "{\"eventType\":\"");
+    buf_adds(&b, EVENT_TYPE_NAMES[e->type]);
+    buf_adds(&b, "\",\"createdAt\":\"");
+    buf_adds(&b, created);
+    buf_adds(&b, "\",\"data\":");
+    render_payment(&b, l, g->cfg->mid, p, in->view_cancels, in->view_status);
+    buf_addc(&b, '}');
+    if (b.oom) {
+        buf_fini(&b);
+        free(e);
+        return NULL;
+    }
+    e->body = buf_steal(&b, &e->body_len);
+    return e;
+}
+
+static int render_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
+{
+    (void)s;
+    (void)r;
+    struct render_batch *rb = arg;
+    for (size_t i = 0; i < rb->n; i++)
+        rb->out[i] = rb->in[i].generation == g->generation ? render_event(g, &rb->in[i]) : NULL;
+    return 0;
+}
+
+static void drain_inbox(struct webhooks *w)
+{
+    pthread_mutex_lock(&w->inbox_lock);
+    struct inbound *in = w->inbox;
+    size_t n = w->n_inbox;
+    w->inbox = NULL;
+    w->n_inbox = w->cap_inbox = 0;
+    pthread_mutex_unlock(&w->inbox_lock);
+    if (n == 0) {
+        free(in);
+        return;
+    }
+    struct event **out = calloc(n, sizeof *out);
+    if (out) {
+        struct render_batch rb = {in, n, out};
+        gateway_txn(w->g, NULL, render_locked, &rb);
+        pthread_mutex_lock(&w->lock);
+        for (size_t i = 0; i < n; i++) {
+            if (!out[i])
+                continue;
+            out[i]->refs = 1; /* the batch's, dropped below */
+            if (out[i]->generation == gateway_generation(w->g))
+                file_event(w, out[i], &in[i]);
+            event_unref(out[i]);
+        }
+        pthread_mutex_unlock(&w->lock);
+    }
+    free(out);
+    free(in);
+}
+
+/* ---- attempts -------------------------------------------------------------------------------- */
+
+static size_t on_answer_body(char *data, size_t size, size_t n, void *ctx)
+{
+    (void)data;
+    struct delivery *d = ctx;
+    d->answer_bytes += size * n;
+    return d->answer_bytes > ANSWER_BODY_MAX ? 0 : size * n; /* 0 ends the transfer */
+}
+
+/* Put d's next attempt on the wire (webhooks lock held). */
+static void start_attempt(struct webhooks *w, struct delivery *d, bool resend)
+{
+    if (!grow((void **)&d->attempts, &d->cap_attempts, d->n_attempts + 1, sizeof *d->attempts))
+        return;
+    int64_t now_us = gateway_now_us(w->g);
+    struct attempt *a = &d->attempts[d->n_attempts];
+    *a = (struct attempt){.at_us = now_us, .retried_count = d->n_attempts};
+    char h_tid[80], h_time[80], h_count[80], t[32];
+    fmt_kst(now_us, t);
+    snprintf(h_tid, sizeof h_tid, "tosspayments-webhook-transmission-id: %s",
+             d->transmission_id);
+    snprintf(h_time, sizeof h_time, "tosspayments-webhook-transmission-time: %s", t);
+    snprintf(h_count, sizeof h_count, "tosspayments-webhook-transmission-retried-count: %u",
+             a->retried_count);
+    struct curl_slist *hs = NULL, *next;
+    const char *const lines[] = {"Content-Type: application/json", h_tid, h_time, h_count,
+                                 "Expect:", "User-Agent: fakegate"};
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        if (!(next = curl_slist_append(hs, lines[i]))) {
+            curl_slist_free_all(hs);
+            return;
+        }
+        hs = next;
+    }
+    CURL *c = curl_easy_init();
+    if (!c) {
+        curl_slist_free_all(hs);
+        return;
+    }
+    d->errbuf[0] = '\0';
+    d->answer_bytes = 0;
+    curl_easy_setopt(c, CURLOPT_URL, d->url);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
+    curl_easy_setopt(c, CURLOPT_PROXY, "");            /* never an environment's proxy */
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);   /* a redirect fails the attempt */
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)ATTEMPT_TIMEOUT_MS);
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, d->ev->body);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)d->ev->body_len);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hs);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_answer_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, d);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, d->errbuf);
+    curl_easy_setopt(c, CURLOPT_PRIVATE, d);
+#if LIBCURL_VERSION_NUM >= 0x075700
+    curl_easy_setopt(c, CURLOPT_QUICK_EXIT, 1L);       /* stopping never waits on a resolver */
+#endif
+    if (curl_multi_add_handle(w->multi, c) != CURLM_OK) {
+        curl_easy_cleanup(c);
+        curl_slist_free_all(hs);
+        return;
+    }
+    if (d->status != DELIVERY_PENDING) {
+        d->before_resend = d->status;
+        pending_add(w, d);
+    } else {
+        d->before_resend = DELIVERY_PENDING;
+    }
+    if (!resend) {
+        if (d->n_sched == 0)
+            d->sched_base_us = now_us; /* the schedule counts from the first attempt */
+        d->due_mono_ns = 0;
+        d->due_biz_us = 0;
+    }
+    d->n_attempts++;
+    d->easy = c;
+    d->headers = hs;
+    d->in_flight = true;
+    d->cur_resend = resend;
+    d->started_ns = now_mono_ns();
+    w->n_in_flight++;
+}
+
+static void end_transfer(struct webhooks *w, struct delivery *d)
+{
+    curl_multi_remove_handle(w->multi, d->easy);
+    curl_easy_cleanup(d->easy);
+    curl_slist_free_all(d->headers);
+    d->easy = NULL;
+    d->headers = NULL;
+    d->in_flight = false;
+    w->n_in_flight--;
+}
+
+/* The attempt of d ended with `code`: record it, then deliver, retry or fail. Lock held. */
+static void attempt_done(struct webhooks *w, struct delivery *d, CURLcode code)
+{
+    long status = 0;
+    curl_easy_getinfo(d->easy, CURLINFO_RESPONSE_CODE, &status);
+    struct attempt *a = &d->attempts[d->n_attempts - 1];
+    a->http_status = (int)status;
+    a->duration_ms = (double)(now_mono_ns() - d->started_ns) / 1e6;
+    bool answered = status > 0;
+    bool ok = d->success_2xx ? status >= 200 && status <= 299 : status == 200;
+    if (code != CURLE_OK && !(code == CURLE_WRITE_ERROR && answered)) {
+        ok = false;
+        a->error = strdup(d->errbuf[0] ? d->errbuf : curl_easy_strerror(code));
+    } else if (code == CURLE_WRITE_ERROR) {
+        a->error = strdup("answer body over 64 KiB: connection ended, its status decides");
+    } else if (status >= 300 && status <= 399) {
+        a->error = strdup("redirect not followed");
+    }
+    end_transfer(w, d);
+    if (d->orphan)
+        return; /* freed by the caller */
+    w->attempts_total[d->ev->type][ok ? RES_DELIVERED : RES_FAILED]++;
+    bool resend = d->cur_resend;
+    if (d->status != DELIVERY_PENDING) {
+        /* Evicted while in flight: the attempt is kept, the delivery stays failed. */
+    } else if (ok) {
+        settle(w, d, DELIVERY_DELIVERED);
+    } else if (resend && d->before_resend != DELIVERY_PENDING) {
+        settle(w, d, d->before_resend == DELIVERY_DELIVERED ? DELIVERY_DELIVERED
+                                                            : DELIVERY_FAILED);
+    } else if (!resend) {
+        d->n_sched++;
+        if (d->n_sched >= MAX_ATTEMPTS) {
+            settle(w, d, DELIVERY_FAILED);
+        } else {
+            d->sched_base_us += RETRY_MIN[d->n_sched - 1] * 60 * 1000000;
+            d->due_biz_us = d->sched_base_us;
+            d->version++;
+            heap_push(&w->biz, d->due_biz_us, d->id, d->version);
+        }
+    }
+    if (d->status == DELIVERY_PENDING && (d->resend_wanted || d->due_wanted)) {
+        bool as_resend = d->resend_wanted;
+        d->resend_wanted = d->due_wanted = false;
+        start_attempt(w, d, as_resend);
+    } else if (d->resend_wanted) {
+        d->resend_wanted = false;
+        start_attempt(w, d, true);
+    }
+}
+
+static void collect_done(struct webhooks *w)
+{
+    CURLMsg *m;
+    int left;
+    pthread_mutex_lock(&w->lock);
+    /* Transfers a reset dropped end first: removing a handle also drops its messages. */
+    for (size_t i = 0; i < w->n_orphans; i++) {
+        if (w->orphans[i]->in_flight)
+            end_transfer(w, w->orphans[i]);
+        delivery_free(w->orphans[i]);
+    }
+    w->n_orphans = 0;
+    while ((m = curl_multi_info_read(w->multi, &left))) {
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        struct delivery *d = NULL;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&d);
+        CURLcode code = m->data.result;
+        attempt_done(w, d, code); /* m is invalid from here on */
+        if (d->orphan && !d->orphan_listed)
+            delivery_free(d);
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* Start what is due, oldest due first, while there is room on the wire. Lock held. */
+static void start_due(struct webhooks *w)
+{
+    for (size_t i = 0; i < w->n_resends; i++) {
+        struct delivery *d = find(w, w->resends[i]);
+        if (!d)
+            continue;
+        if (d->in_flight)
+            d->resend_wanted = true;
+        else
+            start_attempt(w, d, true);
+    }
+    w->n_resends = 0;
+    int64_t now_ns = now_mono_ns(), now_us = gateway_now_us(w->g);
+    struct heap *heaps[2] = {&w->real, &w->biz};
+    int64_t nows[2] = {now_ns, now_us};
+    for (int k = 0; k < 2; k++) {
+        struct heap *h = heaps[k];
+        while (h->n > 0 && h->t[0].due <= nows[k] && w->n_in_flight < MAX_IN_FLIGHT) {
+            struct timer t = h->t[0];
+            heap_pop(h);
+            struct delivery *d = find(w, t.id);
+            if (!d || d->version != t.version || d->status != DELIVERY_PENDING)
+                continue;
+            if (d->in_flight)
+                d->due_wanted = true;
+            else
+                start_attempt(w, d, false);
+        }
+    }
+}
+
+/* How long the thread may sleep (ms): until the earliest timer, at most IDLE_WAIT_MS. */
+static int next_wait_ms(struct webhooks *w)
+{
+    int64_t wait_ms = IDLE_WAIT_MS;
+    if (w->n_in_flight >= MAX_IN_FLIGHT)
+        return (int)wait_ms; /* a transfer's end wakes the poll */
+    if (w->real.n > 0) {
+        int64_t ms = (w->real.t[0].due - now_mono_ns()) / NS_PER_MS + 1;
+        wait_ms = ms < wait_ms ? ms : wait_ms;
+    }
+    if (w->biz.n > 0) {
+        int64_t ms = (w->biz.t[0].due - gateway_now_us(w->g)) / 1000 + 1;
+        wait_ms = ms < wait_ms ? ms : wait_ms;
+    }
+    return wait_ms < 0 ? 0 : (int)wait_ms;
+}
+
+static void *dispatch_main(void *arg)
+{
+    struct webhooks *w = arg;
+    int64_t next_sweep = 0;
+    while (!atomic_load(&w->stop)) {
+        drain_inbox(w);
+        if (now_mono_ns() >= next_sweep) {
+            gateway_sweep_expired(w->g);
+            next_sweep = now_mono_ns() + SWEEP_INTERVAL_NS;
+        }
+        int running;
+        curl_multi_perform(w->multi, &running);
+        collect_done(w);
+        pthread_mutex_lock(&w->lock);
+        start_due(w);
+        int wait_ms = next_wait_ms(w);
+        pthread_mutex_unlock(&w->lock);
+        curl_multi_perform(w->multi, &running);
+        curl_multi_poll(w->multi, NULL, 0, wait_ms, NULL);
+    }
+    return NULL;
+}
+
+/* ---- the interface --------------------------------------------------------------------------- */
+
+int webhook_url_check(const char *url, char err[ERR_LEN])
+{
+    if (strlen(url) > 2048) {
+        snprintf(err, ERR_LEN, "a receiver URL is at most 2048 bytes");
+        return -1;
+    }
+    CURLU *u = curl_url();
+    char *scheme = NULL, *host = NULL, *user = NULL, *frag = NULL;
+    int rc = -1;
+    if (!u) {
+        snprintf(err, ERR_LEN, "out of memory");
+        return -1;
+    }
+    CURLUcode uc = curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME);
+    if (uc != CURLUE_OK) {
+        snprintf(err, ERR_LEN, "'%.200s' is not a URL (%s); a receiver is http://host[:port]/path",
+                 url, curl_url_strerror(uc));
+    } else if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+               strcmp(scheme, "http") != 0) {
+        snprintf(err, ERR_LEN, "'%.200s': a receiver is http://host[:port]/path (scheme %s%s%s "
+                 "is not supported)", url, scheme ? "\"" : "", scheme ? scheme : "none",
+                 scheme ? "\"" : "");
+    } else if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || host[0] == '\0') {
+        snprintf(err, ERR_LEN, "'%.200s': a receiver URL needs a host", url);
+    } else if (curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK) {
+        snprintf(err, ERR_LEN, "'%.200s': a receiver URL takes no user name or password", url);
+    } else if (curl_url_get(u, CURLUPART_FRAGMENT, &frag, 0) == CURLUE_OK) {
+        snprintf(err, ERR_LEN, "'%.200s': a receiver URL takes no #fragment", url);
+    } else {
+        rc = 0;
+    }
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(user);
+    curl_free(frag);
+    curl_url_cleanup(u);
+    return rc;
+}
+
+int delivery_status_parse(const char *s)
+{
+    for (int i = 0; i < 4; i++)
+        if (strcmp(s, STATUS_NAMES[i]) == 0)
+            return i;
+    return -1;
+}
+
+static void set_receivers_locked(struct webhooks *w, const char *const *urls, size_t n,
+                                 bool success_2xx)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < WEBHOOK_MAX_RECEIVERS; i++) {
+        free(w->urls[i]);
+        w->urls[i] = NULL;
+    }
+    for (size_t i = 0; i < n && i < WEBHOOK_MAX_RECEIVERS; i++)
+        if ((w->urls[k] = strdup(urls[i])))
+            k++;
+    w->success_2xx = success_2xx;
+    atomic_store(&w->n_receivers, k);
+}
+
+struct webhooks *webhooks_start(struct gateway *g, const char *const *urls, size_t n_urls,
+                                size_t max_pending, bool quiet, char err[ERR_LEN])
+{
+    struct webhooks *w = calloc(1, sizeof *w);
+    if (!w) {
+        snprintf(err, ERR_LEN, "out of memory");
+        return NULL;
+    }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || !(w->multi = curl_multi_init())) {
+        snprintf(err, ERR_LEN, "webhooks: libcurl did not start");
+        free(w);
+        return NULL;
+    }
+    w->g = g;
+    w->quiet = quiet;
+    w->max_pending = max_pending ? max_pending : WEBHOOK_MAX_PENDING_DEFAULT;
+    pthread_mutex_init(&w->inbox_lock, NULL);
+    pthread_mutex_init(&w->lock, NULL);
+    set_receivers_locked(w, urls, n_urls, false);
+    if (gateway_subscribe(g, on_payment_event, w) != 0 ||
+        pthread_create(&w->thread, NULL, dispatch_main, w) != 0) {
+        snprintf(err, ERR_LEN, "webhooks: cannot start the delivery thread");
+        curl_multi_cleanup(w->multi);
+        free(w);
+        return NULL;
+    }
+    g->webhooks = w;
+    return w;
+}
+
+void webhooks_stop(struct webhooks *w)
+{
+    if (!w)
+        return;
+    atomic_store(&w->stop, true);
+    curl_multi_wakeup(w->multi);
+    pthread_join(w->thread, NULL);
+    if (w->n_pending > 0 && !w->quiet)
+        fprintf(stderr, "fakegate: %zu webhook deliveries pending at exit: abandoned\n",
+                w->n_pending);
+    for (size_t i = 0; i < w->n_orphans; i++) {
+        end_transfer(w, w->orphans[i]);
+        delivery_free(w->orphans[i]);
+    }
+    for (size_t i = 0; i < w->n_all; i++) {
+        if (w->all[i]->in_flight)
+            end_transfer(w, w->all[i]);
+        delivery_free(w->all[i]);
+    }
+    curl_multi_cleanup(w->multi);
+    curl_global_cleanup();
+    for (size_t i = 0; i < WEBHOOK_MAX_RECEIVERS; i++)
+        free(w->urls[i]);
+    free(w->all);
+    free(w->inbox);
+    free(w->real.t);
+    free(w->biz.t);
+    free(w->resends);
+    free(w->orphans);
+    pthread_mutex_destroy(&w->lock);
+    pthread_mutex_destroy(&w->inbox_lock);
+    w->g->webhooks = NULL;
+    free(w);
+}
+
+void webhooks_wake(struct webhooks *w)
+{
+    curl_multi_wakeup(w->multi);
+}
+
+/* Keep only timers of deliveries still in the journal. */
+static void heap_filter(struct webhooks *w, struct heap *h)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < h->n; i++)
+        if (find(w, h->t[i].id))
+            h->t[keep++] = h->t[i];
+    h->n = keep;
+    for (size_t i = keep / 2; i-- > 0;)
+        heap_sift_down(h, i);
+}
+
+void webhooks_reset(struct webhooks *w)
+{
+    uint64_t gen = gateway_generation(w->g);
+    pthread_mutex_lock(&w->inbox_lock);
+    size_t keep = 0;
+    for (size_t i = 0; i < w->n_inbox; i++)
+        if (w->inbox[i].generation >= gen)
+            w->inbox[keep++] = w->inbox[i];
+    w->n_inbox = keep;
+    pthread_mutex_unlock(&w->inbox_lock);
+
+    pthread_mutex_lock(&w->lock);
+    keep = 0;
+    for (size_t i = 0; i < w->n_all; i++) {
+        struct delivery *d = w->all[i];
+        if (d->ev->generation >= gen) {
+            w->all[keep++] = d;
+            continue;
+        }
+        settle(w, d, DELIVERY_FAILED);
+        if (d->in_flight && grow((void **)&w->orphans, &w->cap_orphans, w->n_orphans + 1,
+                                 sizeof *w->orphans)) {
+            d->orphan = d->orphan_listed = true;
+            w->orphans[w->n_orphans++] = d;
+        } else if (d->in_flight) {
+            d->orphan = true; /* no room to list it: collect_done frees it when it ends */
+        } else {
+            delivery_free(d);
+        }
+    }
+    w->n_all = keep;
+    heap_filter(w, &w->real);
+    heap_filter(w, &w->biz);
+    w->n_resends = 0;
+    memset(w->attempts_total, 0, sizeof w->attempts_total);
+    w->evicted_total = 0;
+    pthread_mutex_unlock(&w->lock);
+    curl_multi_wakeup(w->multi);
+}
+
+void webhooks_set_receivers(struct webhooks *w, const char *const *urls, size_t n,
+                            bool success_2xx)
+{
+    pthread_mutex_lock(&w->lock);
+    set_receivers_locked(w, urls, n, success_2xx);
+    pthread_mutex_unlock(&w->lock);
+}
+
+void webhooks_render_receivers(struct webhooks *w, struct buf *b)
+{
+    pthread_mutex_lock(&w->lock);
+    buf_adds(b, "{\"urls\":[");
+    for (size_t i = 0; i < WEBHOOK_MAX_RECEIVERS && w->urls[i]; i++) {
+        if (i)
+            buf_addc(b, ',');
+        buf_add_json_strz(b, w->urls[i]);
+    }
+    buf_adds(b, "],\"success\":");
+    buf_adds(b, w->success_2xx ? "\"2xx\"}" : "\"200\"}");
+    pthread_mutex_unlock(&w->lock);
+}
+
+static void add_time(struct buf *b, int64_t us)
+{
+    char t[32];
+    fmt_kst(us, t);
+    buf_add_json_strz(b, t);
+}
+
+static void render_delivery(struct webhooks *w, struct buf *b, const struct delivery *d)
+{
+    buf_addf(b, "{\"id\":%llu,\"url\":", (unsigned long long)d->id);
+    buf_add_json_strz(b, d->url);
+    buf_adds(b, ",\"event_type\":\"");
+    buf_adds(b, EVENT_TYPE_NAMES[d->ev->type]);
+    buf_adds(b, "\",\"transmission_id\":\"");
+    buf_adds(b, d->transmission_id);
+    buf_adds(b, "\",\"payment_key\":");
+    buf_add_json_strz(b, d->ev->payment_key);
+    buf_adds(b, ",\"order_id\":");
+    buf_add_json_strz(b, d->ev->order_id);
+    buf_adds(b, ",\"transaction_key\":");
+    if (d->ev->tx_key[0])
+        buf_add_json_strz(b, d->ev->tx_key);
+    else
+        buf_adds(b, "null");
+    buf_adds(b, ",\"status\":\"");
+    buf_adds(b, STATUS_NAMES[d->status]);
+    buf_adds(b, "\",\"duplicate_of\":");
+    if (d->duplicate_of)
+        buf_add_u64(b, d->duplicate_of);
+    else
+        buf_adds(b, "null");
+    buf_adds(b, ",\"next_attempt_at\":");
+    if (d->status == DELIVERY_PENDING && !d->in_flight && d->due_biz_us)
+        add_time(b, d->due_biz_us);
+    else if (d->status == DELIVERY_PENDING && !d->in_flight && d->due_mono_ns)
+        add_time(b, gateway_now_us(w->g) + (d->due_mono_ns - now_mono_ns()) / 1000);
+    else
+        buf_adds(b, "null");
+    buf_adds(b, ",\"note\":");
+    if (d->note)
+        buf_add_json_strz(b, d->note);
+    else
+        buf_adds(b, "null");
+    buf_adds(b, ",\"body\":");
+    buf_add(b, d->ev->body, d->ev->body_len);
+    buf_adds(b, ",\"attempts\":[");
+    for (uint32_t i = 0; i < d->n_attempts; i++) {
+        const struct attempt *a = &d->attempts[i];
+        bool done = !(d->in_flight && i == d->n_attempts - 1);
+        if (i)
+            buf_addc(b, ',');
+        buf_adds(b, "{\"at\":");
+        add_time(b, a->at_us);
+        buf_addf(b, ",\"retried_count\":%u,\"http_status\":", a->retried_count);
+        if (done && a->http_status)
+            buf_addf(b, "%d", a->http_status);
+        else
+            buf_adds(b, "null");
+        buf_adds(b, ",\"error\":");
+        if (done && a->error)
+            buf_add_json_strz(b, a->error);
+        else
+            buf_adds(b, "null");
+        buf_adds(b, ",\"duration_ms\":");
+        if (done)
+            buf_addf(b, "%.3f", a->duration_ms);
+        else
+            buf_adds(b, "null");
+        buf_addc(b, '}');
+    }
+    buf_adds(b, "]}");
+}
+
+static bool matches(const struct delivery *d, const struct delivery_filter *f)
+{
+    return (!f->payment_key || strcmp(f->payment_key, d->ev->payment_key) == 0) &&
+           (!f->order_id || strcmp(f->order_id, d->ev->order_id) == 0) &&
+           (f->status < 0 || (int)d->status == f->status);
+}
+
+void webhooks_render_deliveries(struct webhooks *w, const struct delivery_filter *f,
+                                struct buf *b)
+{
+    pthread_mutex_lock(&w->lock);
+    size_t from = w->n_all, found = 0;
+    while (from > 0 && (f->limit == 0 || found < f->limit))
+        if (matches(w->all[--from], f))
+            found++;
+    buf_adds(b, "{\"deliveries\":[");
+    bool first = true;
+    for (size_t i = from; i < w->n_all; i++) {
+        if (!matches(w->all[i], f))
+            continue;
+        if (!first)
+            buf_addc(b, ',');
+        first = false;
+        render_delivery(w, b, w->all[i]);
+    }
+    buf_adds(b, "]}");
+    pthread_mutex_unlock(&w->lock);
+}
+
+int webhooks_resend(struct webhooks *w, uint64_t id, struct buf *b)
+{
+    pthread_mutex_lock(&w->lock);
+    struct delivery *d = find(w, id);
+    bool ok = d && grow((void **)&w->resends, &w->cap_resends, w->n_resends + 1,
+                        sizeof *w->resends);
+    if (ok) {
+        w->resends[w->n_resends++] = id;
+        render_delivery(w, b, d);
+    }
+    pthread_mutex_unlock(&w->lock);
+    if (ok)
+        curl_multi_wakeup(w->multi);
+    return ok ? 0 : -1;
+}
+
+void webhooks_render_metrics(struct webhooks *w, struct buf *b)
+{
+    pthread_mutex_lock(&w->lock);
+    buf_adds(b, "# HELP fakegate_webhook_attempts_total Webhook delivery attempts by result "
+                "(delivered, failed), events never sent (dropped) and duplicates filed "
+                "(duplicated).\n# TYPE fakegate_webhook_attempts_total counter\n");
+    for (int t = 0; t < EV_TYPES; t++)
+        for (int r = 0; r < 4; r++)
+            buf_addf(b, "fakegate_webhook_attempts_total{event_type=\"%s\",result=\"%s\"} %llu\n",
+                     EVENT_TYPE_NAMES[t], RESULT_NAMES[r],
+                     (unsigned long long)w->attempts_total[t][r]);
+    buf_addf(b, "# HELP fakegate_webhook_pending Webhook deliveries waiting for an attempt or "
+                "its answer.\n# TYPE fakegate_webhook_pending gauge\nfakegate_webhook_pending "
+                "%zu\n", w->n_pending);
+    buf_addf(b, "# HELP fakegate_webhook_evicted_total Pending deliveries failed to stay under "
+                "--webhook-max-pending.\n# TYPE fakegate_webhook_evicted_total counter\n"
+                "fakegate_webhook_evicted_total %llu\n", (unsigned long long)w->evicted_total);
+    pthread_mutex_unlock(&w->lock);
+}
