@@ -255,6 +255,11 @@ static int parse_dist(struct pctx *c, json_t *obj, struct latency_dist *out, boo
     return 0;
 }
 
+int route_parse_latency(struct pctx *c, json_t *obj, struct latency_dist *out)
+{
+    return parse_dist(c, obj, out, false);
+}
+
 /* ---- Faults ---------------------------------------------------------------------------------- */
 
 static const char *const FAULT_KINDS[] = {"error", "drop_request", "drop_response", "drip", NULL};
@@ -612,9 +617,9 @@ int route_parse(struct pctx *c, json_t *obj, struct route_profile *rp)
         pctx_push_key(c, key);
         int rc;
         if (strcmp(key, "queue_latency") == 0)
-            rc = parse_dist(c, v, &rp->queue_latency, false);
+            rc = route_parse_latency(c, v, &rp->queue_latency);
         else if (strcmp(key, "latency") == 0)
-            rc = parse_dist(c, v, &rp->latency, false);
+            rc = route_parse_latency(c, v, &rp->latency);
         else if (strcmp(key, "faults") == 0)
             rc = parse_faults(c, v, rp);
         else if (strcmp(key, "throttle") == 0)
