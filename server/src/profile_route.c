@@ -386,15 +386,7 @@ static int parse_fault(struct pctx *c, json_t *obj, struct fault *f)
     if (pctx_check_keys(c, obj, known) != 0)
         return -1;
 
-    int rc;
-    json_t *p = pctx_enter(c, obj, "p", true, &rc);
-    if (p == NULL)
-        return -1;
-    if (!json_is_number(p) || !(json_number_value(p) >= 0 && json_number_value(p) <= 1))
-        return pctx_fail(c, AT_VALUE, true, "expected a probability in [0, 1]");
-    f->p = json_number_value(p);
-    pctx_pop(c);
-    if (parse_attempts(c, obj, f) != 0 ||
+    if (pctx_get_prob(c, obj, "p", true, &f->p) != 0 || parse_attempts(c, obj, f) != 0 ||
         pctx_get_int(c, obj, "times", false, 0, INT64_MAX, "a non-negative integer", &f->times) < 0)
         return -1;
 
