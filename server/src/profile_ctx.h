@@ -17,6 +17,9 @@
 /* Largest time a profile may give: one day, in ms and in s. */
 #define MAX_MS 86400000.0
 #define MAX_S 86400.0
+/* Slack for a sum of probabilities that must be <= 1 (a route's faults, webhooks' drop and
+ * duplicate): written as decimals, they do not add exactly. */
+#define P_SUM_EPS 1e-9
 /* Deepest path the validator can be at: schedule[i].profile.routes.R.latency.of[i].key is 9. */
 #define MAX_PATH 16
 

@@ -13,8 +13,6 @@
 #include "throttle.h"
 #include "toss_errors.h"
 
-/* Slack for the sum of a route's probabilities, written as decimals that do not add exactly. */
-#define P_SUM_EPS 1e-9
 /* Bounds that keep validation (and fault.c's per-request scan) cheap; real scripts are short. */
 #define MAX_FAULTS 64
 #define MAX_ATTEMPTS 100
