@@ -61,13 +61,13 @@ int webhooks_parse(struct pctx *c, json_t *obj, struct webhook_faults *w)
         if (rc != 0)
             return -1;
         /* An absent part's p is 0, so the sum can only tip at the second of the two: the message
-         * points at the later-written p. */
+         * points at the later-written p. %.15g, since %g would show 1.0000001 as 1. */
         double sum = w->drop_p + w->duplicate_p;
         if (strcmp(key, "delay") != 0 && sum > 1 + P_SUM_EPS) {
             pctx_push_key(c, "p");
             return pctx_fail(c, AT_VALUE, true,
-                             "drop.p + duplicate.p = %g: one draw decides, so they must sum to "
-                             "<= 1", sum);
+                             "drop.p + duplicate.p = %.15g: one draw decides, so they must sum "
+                             "to <= 1", sum);
         }
         pctx_pop(c);
     }
