@@ -1,8 +1,9 @@
 /* profile.c -- profile JSON → struct profile, validated (docs/profiles.md §4): the entry points,
- * the top level (name, seed, idempotency, routes) and schedules; one route's settings are
- * profile_route.c's, the path and the messages profile_ctx.c's. Nothing is returned half-built: on
- * error *out is NULL. Schedules nest one level only: a phase's profile is never a schedule, and a
- * parse started by a resolver may not resolve further (no cycles). */
+ * the top level (name, seed, idempotency, routes, webhooks) and schedules; one route's settings
+ * are profile_route.c's, the "webhooks" section's profile_webhooks.c's, the path and the
+ * messages profile_ctx.c's. Nothing is returned half-built: on error *out is NULL. Schedules
+ * nest one level only: a phase's profile is never a schedule, and a parse started by a resolver
+ * may not resolve further (no cycles). */
 #define _POSIX_C_SOURCE 200809L
 #include "profile.h"
 
@@ -15,6 +16,7 @@
 #include "jsonpos.h"
 #include "profile_ctx.h"
 #include "profile_route.h"
+#include "profile_webhooks.h"
 
 /* Largest profile file profile_load_file reads. */
 #define MAX_FILE_BYTES (1024 * 1024)
@@ -62,6 +64,7 @@ void profile_free(struct profile *p)
         return;
     for (int i = 0; i < ROUTE_COUNT; i++)
         route_fini(&p->routes[i]);
+    webhooks_fini(&p->webhooks);
     for (size_t i = 0; i < p->n_phases; i++)
         profile_free(p->phases[i].profile);
     free(p->phases);
@@ -193,7 +196,7 @@ static int parse_schedule(struct pctx *c, json_t *arr, struct profile *p)
 }
 
 static const char *const TOP_KEYS[] = {"name", "description", "seed", "idempotency", "routes",
-                                       "schedule", "repeat", NULL};
+                                       "webhooks", "schedule", "repeat", NULL};
 
 /* A whole profile, or a phase's inline profile (is_phase: `c`'s path is at it). */
 static int parse_top(struct pctx *c, json_t *root, struct profile *p, bool is_phase)
@@ -243,6 +246,12 @@ static int parse_top(struct pctx *c, json_t *root, struct profile *p, bool is_ph
                 return -1;
         } else if (strcmp(key, "routes") == 0) {
             if (parse_routes(c, v, p) != 0)
+                return -1;
+        } else if (strcmp(key, "webhooks") == 0) {
+            if (is_schedule)
+                return pctx_fail(c, AT_KEY, true,
+                                 "a schedule takes \"webhooks\" from its phases' profiles");
+            if (webhooks_parse(c, v, &p->webhooks) != 0)
                 return -1;
         } else if (strcmp(key, "schedule") == 0) {
             if (parse_schedule(c, v, p) != 0)

@@ -151,9 +151,10 @@ typedef int (*profile_resolver)(const char *name, struct profile **out, char err
  * JSON, duplicate keys, unknown keys, wrong types, a name not matching [a-z0-9_-]{1,64},
  * negative or non-finite times, times above 86 400 000 ms,
  * min_ms > max_ms, p99_ms < median_ms, mixture weights <= 0, nested mixtures, unknown
- * "dist". Faults, throttle, concurrency and schedules as docs/profiles.md §4 (validated there:
- * probabilities in [0,1] whose sum over the faults eligible for any one attempt is <= 1,
- * commit only with when=after, truncate only with
+ * "dist". Faults, throttle, concurrency, webhooks and schedules as docs/profiles.md §4
+ * (validated there: probabilities in [0,1] whose sum over the faults eligible for any one
+ * attempt is <= 1, webhooks' drop.p + duplicate.p <= 1, no "webhooks" or "idempotency" at a
+ * schedule's top level, commit only with when=after, truncate only with
  * drop_response, Retry-After values <= 2^31-1, status ranges, a schedule phase naming a
  * profile that `resolve` cannot load → its position). `resolve` may be NULL: then a phase
  * given by name is an error ("schedule phases by name need a profiles directory").

@@ -1,6 +1,7 @@
 /* profile_ctx.c -- the profile validator's context (profile_ctx.h): the path it is at, a
  * failure as "origin:line:column: path: message" (the place found by jsonpos), and the typed
- * getters for numbers, times, integers, statuses, enums, booleans and error codes. */
+ * getters for numbers, probabilities, times, integers, statuses, enums, booleans and error
+ * codes. */
 #define _POSIX_C_SOURCE 200809L
 #include "profile_ctx.h"
 
@@ -150,6 +151,19 @@ int pctx_get_num(struct pctx *c, json_t *obj, const char *key, bool required,
         return pctx_fail(c, AT_VALUE, true, "must be at most %.0f %s (one day)", max, max_unit);
     pctx_pop(c);
     *out = x;
+    return 0;
+}
+
+int pctx_get_prob(struct pctx *c, json_t *obj, const char *key, bool required, double *out)
+{
+    int rc;
+    json_t *v = pctx_enter(c, obj, key, required, &rc);
+    if (v == NULL)
+        return rc;
+    if (!json_is_number(v) || !(json_number_value(v) >= 0 && json_number_value(v) <= 1))
+        return pctx_fail(c, AT_VALUE, true, "expected a probability in [0, 1]");
+    pctx_pop(c);
+    *out = json_number_value(v);
     return 0;
 }
 

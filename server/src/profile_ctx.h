@@ -17,6 +17,9 @@
 /* Largest time a profile may give: one day, in ms and in s. */
 #define MAX_MS 86400000.0
 #define MAX_S 86400.0
+/* Slack for a sum of probabilities that must be <= 1 (a route's faults, webhooks' drop and
+ * duplicate): written as decimals, they do not add exactly. */
+#define P_SUM_EPS 1e-9
 /* Deepest path the validator can be at: schedule[i].profile.routes.R.latency.of[i].key is 9. */
 #define MAX_PATH 16
 
@@ -80,6 +83,8 @@ enum pctx_lower { LOW_GE0, LOW_GT0, LOW_GE1 };
  * duration: one day in that unit, named in the message). */
 int pctx_get_num(struct pctx *c, json_t *obj, const char *key, bool required,
                  enum pctx_lower low, double max, const char *max_unit, double *out);
+/* A probability: a number in [0, 1] ("expected a probability in [0, 1]" otherwise). */
+int pctx_get_prob(struct pctx *c, json_t *obj, const char *key, bool required, double *out);
 /* A required time in ms: a finite number in [0, MAX_MS]. */
 int pctx_get_ms(struct pctx *c, json_t *obj, const char *key, double *out);
 /* A JSON integer in [lo, hi]; anything else is rejected as "expected <what>". */

@@ -13,8 +13,6 @@
 #include "throttle.h"
 #include "toss_errors.h"
 
-/* Slack for the sum of a route's probabilities, written as decimals that do not add exactly. */
-#define P_SUM_EPS 1e-9
 /* Bounds that keep validation (and fault.c's per-request scan) cheap; real scripts are short. */
 #define MAX_FAULTS 64
 #define MAX_ATTEMPTS 100
@@ -255,6 +253,11 @@ static int parse_dist(struct pctx *c, json_t *obj, struct latency_dist *out, boo
     return 0;
 }
 
+int route_parse_latency(struct pctx *c, json_t *obj, struct latency_dist *out)
+{
+    return parse_dist(c, obj, out, false);
+}
+
 /* ---- Faults ---------------------------------------------------------------------------------- */
 
 static const char *const FAULT_KINDS[] = {"error", "drop_request", "drop_response", "drip", NULL};
@@ -381,15 +384,7 @@ static int parse_fault(struct pctx *c, json_t *obj, struct fault *f)
     if (pctx_check_keys(c, obj, known) != 0)
         return -1;
 
-    int rc;
-    json_t *p = pctx_enter(c, obj, "p", true, &rc);
-    if (p == NULL)
-        return -1;
-    if (!json_is_number(p) || !(json_number_value(p) >= 0 && json_number_value(p) <= 1))
-        return pctx_fail(c, AT_VALUE, true, "expected a probability in [0, 1]");
-    f->p = json_number_value(p);
-    pctx_pop(c);
-    if (parse_attempts(c, obj, f) != 0 ||
+    if (pctx_get_prob(c, obj, "p", true, &f->p) != 0 || parse_attempts(c, obj, f) != 0 ||
         pctx_get_int(c, obj, "times", false, 0, INT64_MAX, "a non-negative integer", &f->times) < 0)
         return -1;
 
@@ -612,9 +607,9 @@ int route_parse(struct pctx *c, json_t *obj, struct route_profile *rp)
         pctx_push_key(c, key);
         int rc;
         if (strcmp(key, "queue_latency") == 0)
-            rc = parse_dist(c, v, &rp->queue_latency, false);
+            rc = route_parse_latency(c, v, &rp->queue_latency);
         else if (strcmp(key, "latency") == 0)
-            rc = parse_dist(c, v, &rp->latency, false);
+            rc = route_parse_latency(c, v, &rp->latency);
         else if (strcmp(key, "faults") == 0)
             rc = parse_faults(c, v, rp);
         else if (strcmp(key, "throttle") == 0)

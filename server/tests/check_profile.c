@@ -1086,8 +1086,9 @@ END_TEST
 
 /* ---- Schedules ------------------------------------------------------------------------------ */
 
-/* Knows "normal" (a plain profile) and "dawn" (a schedule); anything else is missing. "self" is a
- * schedule naming itself, parsed with this resolver again (the recursion guard's test). */
+/* Knows "normal" (a plain profile), "hooks" (one with webhooks) and "dawn" (a schedule); anything
+ * else is missing. "self" is a schedule naming itself, parsed with this resolver again (the
+ * recursion guard's test). */
 static int test_resolve(const char *name, struct profile **out, char err[ERR_LEN], void *ctx)
 {
     int *calls = ctx;
@@ -1099,6 +1100,9 @@ static int test_resolve(const char *name, struct profile **out, char err[ERR_LEN
     else if (strcmp(name, "dawn") == 0)
         text = "{\"name\": \"dawn\", \"schedule\": [{\"for_s\": 1, \"profile\":"
                " {\"name\": \"a\", \"routes\": {}}}]}";
+    else if (strcmp(name, "hooks") == 0)
+        text = "{\"name\": \"hooks\", \"routes\": {}, \"webhooks\": {\"duplicate\":"
+               " {\"p\": 1, \"after\": {\"dist\": \"exponential\", \"mean_ms\": 250}}}}";
     else if (strcmp(name, "self") == 0)
         text = "{\"name\": \"self\", \"schedule\": [{\"for_s\": 1, \"profile\": \"self\"}]}";
     if (text == NULL) {
@@ -1283,6 +1287,273 @@ START_TEST(test_profile_unreachable_window_needs_an_explicit_retry_after)
 }
 END_TEST
 
+/* ---- Webhooks ------------------------------------------------------------------------------- */
+
+/* The section as docs/profiles.md §4 shows it. */
+static const char WEBHOOKS_EXAMPLE[] =
+    "{\"name\": \"hooks\", \"routes\": {},\n"
+    " \"webhooks\": {\"delay\": {\"dist\": \"uniform\", \"min_ms\": 0, \"max_ms\": 3000},\n"
+    "              \"duplicate\": {\"p\": 0.1, \"after\": {\"dist\": \"fixed\", \"ms\": 500}},\n"
+    "              \"drop\": {\"p\": 0.05}}}\n";
+
+static void assert_no_webhook_faults(const struct webhook_faults *w)
+{
+    ck_assert_int_eq(w->delay.kind, DIST_NONE);
+    ck_assert_double_eq(w->duplicate_p, 0);
+    ck_assert_int_eq(w->duplicate_after.kind, DIST_NONE);
+    ck_assert_double_eq(w->drop_p, 0);
+}
+
+START_TEST(test_profile_webhooks_example_parses_with_exact_values)
+{
+    struct profile *p = parse_ok(WEBHOOKS_EXAMPLE);
+    const struct webhook_faults *w = &p->webhooks;
+    ck_assert_int_eq(w->delay.kind, DIST_UNIFORM);
+    ck_assert_double_eq(w->delay.a, 0);
+    ck_assert_double_eq(w->delay.b, 3000);
+    ck_assert_double_eq(w->duplicate_p, 0.1);
+    ck_assert_int_eq(w->duplicate_after.kind, DIST_FIXED);
+    ck_assert_double_eq(w->duplicate_after.a, 500);
+    ck_assert_double_eq(w->drop_p, 0.05);
+    /* GET /__admin/profile shows `source`: the section is kept as written, in order. */
+    ck_assert_str_eq(p->source,
+                     "{\"name\":\"hooks\",\"routes\":{},\"webhooks\":{\"delay\":{\"dist\":"
+                     "\"uniform\",\"min_ms\":0,\"max_ms\":3000},\"duplicate\":{\"p\":0.1,"
+                     "\"after\":{\"dist\":\"fixed\",\"ms\":500}},\"drop\":{\"p\":0.05}}}");
+    profile_free(p);
+}
+END_TEST
+
+START_TEST(test_profile_without_webhooks_has_no_webhook_faults)
+{
+    struct profile *p = parse_ok("{\"name\": \"w\", \"routes\": {}}");
+    assert_no_webhook_faults(&p->webhooks);
+    profile_free(p);
+    p = parse_ok("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {}}");
+    assert_no_webhook_faults(&p->webhooks);
+    profile_free(p);
+    /* Each part alone leaves the others at zero; p may be 0 or 1. */
+    p = parse_ok("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\"drop\": {\"p\": 1}}}");
+    ck_assert_double_eq(p->webhooks.drop_p, 1);
+    ck_assert_double_eq(p->webhooks.duplicate_p, 0);
+    ck_assert_int_eq(p->webhooks.delay.kind, DIST_NONE);
+    profile_free(p);
+    p = parse_ok("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\"duplicate\": {\"p\": 0}}}");
+    assert_no_webhook_faults(&p->webhooks);
+    profile_free(p);
+}
+END_TEST
+
+START_TEST(test_profile_webhooks_delay_takes_any_latency_dist)
+{
+    struct profile *p = parse_ok(
+        "{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\n"
+        "  \"delay\": {\"dist\": \"mixture\", \"of\": [\n"
+        "    {\"weight\": 3, \"dist\": \"fixed\", \"ms\": 10},\n"
+        "    {\"weight\": 1, \"dist\": \"lognormal\", \"median_ms\": 80, \"p99_ms\": 400}]},\n"
+        "  \"duplicate\": {\"p\": 0.5}}}");
+    const struct webhook_faults *w = &p->webhooks;
+    ck_assert_int_eq(w->delay.kind, DIST_MIXTURE);
+    ck_assert_uint_eq(w->delay.n_parts, 2);
+    ck_assert(near(w->delay.parts[0].weight, 0.75) && near(w->delay.parts[1].weight, 0.25));
+    ck_assert_int_eq(w->delay.parts[0].dist.kind, DIST_FIXED);
+    ck_assert_double_eq(w->delay.parts[0].dist.a, 10);
+    ck_assert_int_eq(w->delay.parts[1].dist.kind, DIST_LOGNORMAL);
+    ck_assert(near(w->delay.parts[1].dist.shown_a, 80));
+    ck_assert(near(w->delay.parts[1].dist.shown_b, 400));
+    ck_assert_double_eq(w->duplicate_p, 0.5);
+    ck_assert_int_eq(w->duplicate_after.kind, DIST_NONE); /* the duplicate goes at once */
+    ck_assert_double_eq(w->drop_p, 0);
+    profile_free(p);
+}
+END_TEST
+
+START_TEST(test_profile_webhooks_unknown_keys_are_rejected_at_the_key)
+{
+    parse_fails_with("{\"name\": \"w\", \"routes\": {},\n"
+                     " \"webhooks\": {\"delay\": {\"dist\": \"fixed\", \"ms\": 5},\n"
+                     "   \"dealy\": {\"dist\": \"fixed\", \"ms\": 5}}}",
+                     "t.json:3:4: unknown key \"dealy\" (did you mean \"delay\"?)");
+    parse_fails_with("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\n"
+                     "  \"retry\": {\"p\": 0.1}}}",
+                     "t.json:2:3: unknown key \"retry\"");
+    parse_fails_with("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\"duplicate\":"
+                     " {\"p\": 0.1,\n"
+                     "  \"aftr\": {\"dist\": \"fixed\", \"ms\": 5}}}}",
+                     "t.json:2:3: unknown key \"aftr\" (did you mean \"after\"?)");
+    parse_fails_with("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\"drop\": {\"p\": 0.1,\n"
+                     "  \"after\": {\"dist\": \"fixed\", \"ms\": 5}}}}",
+                     "t.json:2:3: unknown key \"after\"");
+    /* "webhook" is one edit from the top-level key. */
+    parse_fails_with("{\"name\": \"w\", \"routes\": {},\n"
+                     "  \"webhook\": {}}",
+                     "t.json:2:3: unknown key \"webhook\" (did you mean \"webhooks\"?)");
+}
+END_TEST
+
+START_TEST(test_profile_webhooks_p_outside_zero_one_is_rejected)
+{
+    static const char *const parts[] = {"drop", "duplicate"};
+    static const char *const values[] = {"-0.1", "1.5", "1.0000001"};
+    for (size_t i = 0; i < 2; i++) {
+        for (size_t j = 0; j < 3; j++) {
+            char text[256], want[ERR_LEN];
+            snprintf(text, sizeof text,
+                     "{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\"%s\":\n"
+                     "  {\"p\": %s}}}",
+                     parts[i], values[j]);
+            snprintf(want, sizeof want,
+                     "t.json:2:9: webhooks.%s.p: expected a probability in [0, 1]", parts[i]);
+            parse_fails_with(text, want);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_profile_webhooks_wrong_types_are_rejected_at_the_value)
+{
+    parse_fails_with("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\"drop\":\n"
+                     "  {\"p\": \"0.1\"}}}",
+                     "t.json:2:9: webhooks.drop.p: expected a probability in [0, 1]");
+    parse_fails_with("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\"duplicate\":\n"
+                     "  {\"p\": true}}}",
+                     "t.json:2:9: webhooks.duplicate.p: expected a probability in [0, 1]");
+    parse_fails_with("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\"drop\":\n"
+                     "  0.05}}",
+                     "t.json:2:3: webhooks.drop: expected an object {\"p\": ...}");
+    parse_fails_with("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\"duplicate\":\n"
+                     "  [0.1]}}",
+                     "t.json:2:3: webhooks.duplicate: expected an object {\"p\": ..., \"after\":"
+                     " ...}");
+    parse_fails_with("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\"delay\":\n"
+                     "  500}}",
+                     "t.json:2:3: webhooks.delay: expected an object");
+    parse_fails_with("{\"name\": \"w\", \"routes\": {}, \"webhooks\":\n"
+                     "  [1]}",
+                     "t.json:2:3: webhooks: expected an object");
+}
+END_TEST
+
+START_TEST(test_profile_webhooks_missing_p_is_rejected_at_the_object)
+{
+    parse_fails_with("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\"drop\":\n"
+                     "  {}}}",
+                     "t.json:2:3: webhooks.drop: missing \"p\"");
+    parse_fails_with("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\"duplicate\":\n"
+                     "  {\"after\": {\"dist\": \"fixed\", \"ms\": 5}}}}",
+                     "t.json:2:3: webhooks.duplicate: missing \"p\"");
+}
+END_TEST
+
+START_TEST(test_profile_webhooks_p_sum_over_one_points_at_the_later_p)
+{
+    parse_fails_with("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\n"
+                     "  \"drop\": {\"p\": 0.7},\n"
+                     "  \"duplicate\": {\"p\": 0.5, \"after\": {\"dist\": \"fixed\", \"ms\": 1}}}}",
+                     "t.json:3:22: webhooks.duplicate.p: drop.p + duplicate.p = 1.2: one draw"
+                     " decides, so they must sum to <= 1");
+    parse_fails_with("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\n"
+                     "  \"duplicate\": {\"p\": 0.5},\n"
+                     "  \"delay\": {\"dist\": \"fixed\", \"ms\": 1},\n"
+                     "  \"drop\": {\"p\": 0.7}}}",
+                     "t.json:4:17: webhooks.drop.p: drop.p + duplicate.p = 1.2: one draw decides,"
+                     " so they must sum to <= 1");
+    /* Just over 1 is shown as it is, not rounded to "1". */
+    parse_fails_with("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\"drop\": {\"p\": 0.7},\n"
+                     "  \"duplicate\": {\"p\": 0.3000001}}}",
+                     "t.json:2:22: webhooks.duplicate.p: drop.p + duplicate.p = 1.0000001: one"
+                     " draw decides, so they must sum to <= 1");
+    /* A sum of exactly 1 is allowed, and so is one within the 1e-9 slack. */
+    struct profile *p = parse_ok("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {"
+                                 "\"drop\": {\"p\": 0.7}, \"duplicate\": {\"p\": 0.3}}}");
+    ck_assert_double_eq(p->webhooks.drop_p, 0.7);
+    ck_assert_double_eq(p->webhooks.duplicate_p, 0.3);
+    profile_free(p);
+    p = parse_ok("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {"
+                 "\"duplicate\": {\"p\": 0.3000000001}, \"drop\": {\"p\": 0.7}}}");
+    ck_assert_double_eq(p->webhooks.duplicate_p, 0.3000000001);
+    profile_free(p);
+}
+END_TEST
+
+START_TEST(test_profile_webhooks_bad_dists_are_rejected_like_a_latency)
+{
+    parse_fails_with("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\"delay\":\n"
+                     "  {\"dist\": \"gauss\", \"ms\": 5}}}",
+                     "t.json:2:12: webhooks.delay.dist: unknown dist \"gauss\" (expected fixed,"
+                     " uniform, normal, lognormal, exponential or mixture)");
+    parse_fails_with("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\"delay\":\n"
+                     "  {\"dist\": \"uniform\", \"min_ms\": 50, \"max_ms\": 10}}}",
+                     "t.json:2:47: webhooks.delay.max_ms: must not be less than min_ms"
+                     " (10 < 50)");
+    parse_fails_with("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\"duplicate\": {\"p\": 0.1,"
+                     " \"after\":\n"
+                     "  {\"ms\": 5}}}}",
+                     "t.json:2:3: webhooks.duplicate.after: missing \"dist\"");
+    parse_fails_with("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\"duplicate\": {\"p\": 0.1,"
+                     " \"after\":\n"
+                     "  {\"dist\": \"fixed\", \"ms\": -5}}}}",
+                     "t.json:2:27: webhooks.duplicate.after.ms: must not be negative");
+    parse_fails_with("{\"name\": \"w\", \"routes\": {}, \"webhooks\": {\"duplicate\": {\"p\": 0.1,"
+                     " \"after\": {\"dist\": \"mixture\", \"of\": [\n"
+                     "  {\"weight\": 1, \"dist\": \"mixture\", \"of\": []}]}}}}",
+                     "t.json:2:25: webhooks.duplicate.after.of[0].dist: a mixture cannot contain"
+                     " a mixture");
+}
+END_TEST
+
+START_TEST(test_profile_schedule_top_level_webhooks_is_rejected)
+{
+    schedule_fails_with("{\"name\": \"s\","
+                        " \"schedule\": [{\"for_s\": 1, \"profile\": \"normal\"}],\n"
+                        " \"webhooks\": {\"drop\": {\"p\": 0.1}}}",
+                        "t.json:2:2: webhooks: a schedule takes \"webhooks\" from its phases'"
+                        " profiles");
+    /* Also when written before "schedule", and when it would be valid. */
+    schedule_fails_with("{\"name\": \"s\", \"webhooks\": {},\n"
+                        " \"schedule\": [{\"for_s\": 1, \"profile\": \"normal\"}]}",
+                        "t.json:1:15: webhooks: a schedule takes \"webhooks\" from its phases'"
+                        " profiles");
+}
+END_TEST
+
+START_TEST(test_profile_schedule_phases_may_have_webhooks)
+{
+    static const char text[] =
+        "{\"name\": \"s\", \"schedule\": [\n"
+        "  {\"for_s\": 1, \"profile\": {\"name\": \"a\", \"routes\": {},\n"
+        "     \"webhooks\": {\"drop\": {\"p\": 0.25},"
+        " \"delay\": {\"dist\": \"fixed\", \"ms\": 100}}}},\n"
+        "  {\"for_s\": 1, \"profile\": \"hooks\"}]}";
+    struct profile *p = NULL;
+    char err[ERR_LEN] = "";
+    int calls = 0;
+    ck_assert_msg(profile_parse(text, strlen(text), "t.json", test_resolve, &calls, &p, err) == 0,
+                  "unexpected rejection: %s", err);
+    assert_no_webhook_faults(&p->webhooks);
+    ck_assert_uint_eq(p->n_phases, 2);
+    const struct webhook_faults *w = &p->phases[0].profile->webhooks;
+    ck_assert_double_eq(w->drop_p, 0.25);
+    ck_assert_int_eq(w->delay.kind, DIST_FIXED);
+    ck_assert_double_eq(w->delay.a, 100);
+    ck_assert_double_eq(w->duplicate_p, 0);
+    w = &p->phases[1].profile->webhooks;
+    ck_assert_double_eq(w->duplicate_p, 1);
+    ck_assert_int_eq(w->duplicate_after.kind, DIST_EXPONENTIAL);
+    ck_assert_double_eq(w->duplicate_after.a, 250);
+    ck_assert_double_eq(w->drop_p, 0);
+    profile_free(p);
+
+    /* An inline phase's webhooks are validated, and located, inside it. */
+    schedule_fails_with("{\"name\": \"s\", \"schedule\": [\n"
+                        "  {\"for_s\": 1, \"profile\": {\"name\": \"a\", \"routes\": {},\n"
+                        "     \"webhooks\": {\"drop\": {\"p\": 0.5},"
+                        " \"duplicate\": {\"p\": 0.75}}}}]}",
+                        "t.json:3:58: schedule[0].profile.webhooks.duplicate.p: drop.p +"
+                        " duplicate.p = 1.25: one draw decides, so they must sum to <= 1");
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *s = suite_create("profile");
@@ -1369,6 +1640,20 @@ Suite *make_suite(void)
     tcase_add_test(sched, test_profile_schedule_shape_is_validated);
     tcase_add_test(sched, test_profile_inline_phase_errors_are_located_inside_it);
     suite_add_tcase(s, sched);
+
+    TCase *hooks = tcase_create("webhooks");
+    tcase_add_test(hooks, test_profile_webhooks_example_parses_with_exact_values);
+    tcase_add_test(hooks, test_profile_without_webhooks_has_no_webhook_faults);
+    tcase_add_test(hooks, test_profile_webhooks_delay_takes_any_latency_dist);
+    tcase_add_test(hooks, test_profile_webhooks_unknown_keys_are_rejected_at_the_key);
+    tcase_add_test(hooks, test_profile_webhooks_p_outside_zero_one_is_rejected);
+    tcase_add_test(hooks, test_profile_webhooks_wrong_types_are_rejected_at_the_value);
+    tcase_add_test(hooks, test_profile_webhooks_missing_p_is_rejected_at_the_object);
+    tcase_add_test(hooks, test_profile_webhooks_p_sum_over_one_points_at_the_later_p);
+    tcase_add_test(hooks, test_profile_webhooks_bad_dists_are_rejected_like_a_latency);
+    tcase_add_test(hooks, test_profile_schedule_top_level_webhooks_is_rejected);
+    tcase_add_test(hooks, test_profile_schedule_phases_may_have_webhooks);
+    suite_add_tcase(s, hooks);
 
     TCase *file = tcase_create("files");
     tcase_add_test(file, test_profile_load_file_missing_gives_strerror);
