@@ -354,6 +354,7 @@ static enum MHD_Result send_response(struct conn_state *cs)
     struct response *rs = &r->resp;
     /* Only a held request can have lost its client unnoticed; the others skip the syscall. */
     r->obs.client_gone = cs->was_held && client_gone(cs);
+    router_on_send(cs->srv->gw, r);
     if (rs->wire == WIRE_CLOSE || rs->wire == WIRE_RESET || rs->wire == WIRE_HANG)
         return drop(cs);
     if (!rs->body) {

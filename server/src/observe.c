@@ -109,15 +109,61 @@ static double spent_latency_ms(const struct request *r)
     return r->queue_latency_ms + (r->obs.latency_spent ? r->latency_ms : 0);
 }
 
-/* The whole request, as the report judges it at its end (identity as the journal has it). */
+/* What the client got, as far as is known when the answer is handed over (`completed_ok`:
+ * libmicrohttpd sent all of it; at send time, assumed). */
+static enum delivered delivered_of(const struct request *r, bool completed_ok)
+{
+    const struct response *rs = &r->resp;
+    if (rs->wire == WIRE_CLOSE || rs->wire == WIRE_RESET || rs->wire == WIRE_HANG ||
+        r->obs.client_gone)
+        return DELIVERED_NO;
+    if (rs->wire == WIRE_TRUNCATE)
+        return DELIVERED_PARTIAL;
+    if (completed_ok)
+        return DELIVERED_YES;
+    return r->obs.sent_ns ? DELIVERED_PARTIAL : DELIVERED_NO;
+}
+
+/* r's ending as the journal and the report record it. */
+static struct journal_entry ending_of(const struct request *r, bool completed_ok)
+{
+    const struct response *rs = &r->resp;
+    bool lost = rs->wire == WIRE_CLOSE || rs->wire == WIRE_RESET || rs->wire == WIRE_HANG;
+    struct journal_entry e = {.sent_mono_ns = r->obs.sent_ns,
+                              .status = lost ? 0 : rs->status, .code = lost ? NULL : rs->code,
+                              .retry_after_s = lost ? 0 : rs->retry_after_s,
+                              .retry_after_until_mono_ns = lost ? 0 : rs->retry_after_until_ns,
+                              .outcome = r->obs.outcome, .queue_latency_ms = r->queue_latency_ms,
+                              .latency_ms = r->latency_ms, .key_reuse = r->obs.key_reuse,
+                              .committed = r->obs.committed,
+                              .spent_latency_ms = spent_latency_ms(r),
+                              .delivered = delivered_of(r, completed_ok)};
+    if (!lost)
+        memcpy(e.trace_id, rs->trace_id, sizeof e.trace_id);
+    return e;
+}
+
+/* The whole request, as the report judges it (identity as the journal has it). Once. */
 static void judge(struct gateway *g, struct request *r, const struct journal_entry *end)
 {
+    if (r->obs.judged || r->obs.straddled_reset)
+        return;
+    r->obs.judged = true;
     struct journal_entry q = *end;
     q.route = (int)r->route;
     q.arrived_mono_ns = r->arrived_ns;
     identity_of(r, &q);
     q.body_hash = r->body_hash;
     report_end(&g->report, &r->obs.report, &q);
+}
+
+void observe_sent(struct gateway *g, struct request *r)
+{
+    if (!r->obs.journaled || r->resp.wire == WIRE_DRIP)
+        return;
+    struct journal_entry e = ending_of(r, true);
+    e.sent_mono_ns = now_mono_ns(); /* http.c stamps sent_ns just after this */
+    judge(g, r, &e);
 }
 
 static void count(struct metrics *m, const struct request *r)
@@ -145,31 +191,13 @@ void observe_complete(struct gateway *g, struct request *r, bool completed_ok)
         atomic_fetch_add(&g->metrics.admin_requests, 1);
         return;
     }
-    const struct response *rs = &r->resp;
-    bool lost = rs->wire == WIRE_CLOSE || rs->wire == WIRE_RESET || rs->wire == WIRE_HANG;
-    struct journal_entry e = {.ended_mono_ns = now_mono_ns(), .sent_mono_ns = r->obs.sent_ns,
-                              .status = lost ? 0 : rs->status, .code = lost ? NULL : rs->code,
-                              .retry_after_s = lost ? 0 : rs->retry_after_s,
-                              .retry_after_until_mono_ns = lost ? 0 : rs->retry_after_until_ns,
-                              .outcome = r->obs.outcome, .queue_latency_ms = r->queue_latency_ms,
-                              .latency_ms = r->latency_ms, .key_reuse = r->obs.key_reuse,
-                              .committed = r->obs.committed,
-                              .spent_latency_ms = spent_latency_ms(r)};
-    if (!lost)
-        memcpy(e.trace_id, rs->trace_id, sizeof e.trace_id);
-    if (lost || r->obs.client_gone)
-        e.delivered = DELIVERED_NO;
-    else if (rs->wire == WIRE_TRUNCATE)
-        e.delivered = DELIVERED_PARTIAL;
-    else if (completed_ok)
-        e.delivered = DELIVERED_YES;
-    else
-        e.delivered = r->obs.sent_ns ? DELIVERED_PARTIAL : DELIVERED_NO;
+    struct journal_entry e = ending_of(r, completed_ok);
+    e.ended_mono_ns = now_mono_ns();
     journal_update(&g->journal, r->obs.journal_id, &e);
     if (!g->cfg->quiet)
         access_log(g, r, &e);
     if (r->obs.straddled_reset) /* its entry, counters and report were emptied by the reset */
         return;
     count(&g->metrics, r);
-    judge(g, r, &e);
+    judge(g, r, &e); /* if observe_sent did not (a dripped answer, or one never sent) */
 }

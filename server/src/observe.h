@@ -34,6 +34,12 @@ void observe_identity(struct gateway *g, struct request *r, const char *order_id
  * fakegate_faults_total{kind} now, not when a hang ends. */
 void observe_fault(struct gateway *g, const struct request *r);
 
+/* r's answer is being handed to libmicrohttpd now (r->obs.client_gone already looked at), or
+ * lost on the wire: the report judges it here, so a resend that arrives while the answer is
+ * still being written is judged against it (docs/admin.md §5). An answer dripped over time
+ * (WIRE_DRIP) is judged at completion instead: the client has it only then. Thread: worker. */
+void observe_sent(struct gateway *g, struct request *r);
+
 /* r's response has ended (or its connection closed); `completed_ok`: libmicrohttpd sent all
  * of it. Ends its in-flight count, completes its journal entry, writes its access-log line and
  * counts it (unless a reset overtook it: the counters it belonged to are gone). Admin calls

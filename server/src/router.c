@@ -243,6 +243,11 @@ enum handler_result router_on_deadline(struct gateway *g, struct request *r, boo
     return leave(g, r, payments_on_deadline(g, r, draining));
 }
 
+void router_on_send(struct gateway *g, struct request *r)
+{
+    observe_sent(g, r);
+}
+
 void router_on_complete(struct gateway *g, struct request *r, bool completed_ok)
 {
     observe_complete(g, r, completed_ok);

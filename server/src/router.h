@@ -38,6 +38,9 @@ enum handler_result router_on_headers(struct gateway *g, struct request *r);
 enum handler_result router_on_body(struct gateway *g, struct request *r);
 /* A held request's deadline (payments_on_deadline). H_RESPOND or H_HOLD. Thread: timer. */
 enum handler_result router_on_deadline(struct gateway *g, struct request *r, bool draining);
+/* The request's answer is being handed to libmicrohttpd (or lost on the wire): observe_sent.
+ * Thread: worker. */
+void router_on_send(struct gateway *g, struct request *r);
 /* The request's response has ended (or its connection closed): observe_complete.
  * `completed_ok`: libmicrohttpd sent the whole response. Thread: worker. */
 void router_on_complete(struct gateway *g, struct request *r, bool completed_ok);
