@@ -14,7 +14,8 @@
 # Environment: BENCH_DURATION (seconds per throughput run, default 10), BENCH_OUT_DIR (where
 # results.json and BENCHMARKS.md go, default: the repository), BENCH_PAYMENTS (payments for the
 # memory scenario, default 1000000), BENCH_ID_PAYMENTS (confirms for each run of the
-# memory-per-identity scenario, default 300000), BENCH_KEEP=1 keeps the temp dir.
+# memory-per-identity scenario, default 300000), BENCH_WEBHOOK_ROUNDS (rounds of 1000 confirms
+# for each server in the webhooks scenario, 1-9, default 5), BENCH_KEEP=1 keeps the temp dir.
 # BENCH_ONLY="7" (or "1 3", "5b,7": names separated by spaces or commas) runs only those
 # scenarios: idle, 1 (with 2, which shares its server: "1" or "2" runs both), 3, 4, 5, 5b, 6, 7.
 # nginx is started only when a chosen scenario needs it. A partial run writes results.json and
@@ -45,6 +46,8 @@ if [ -n "$ONLY" ]; then
     done
     [ -n "${BENCH_OUT_DIR:-}" ] || OUT_DIR="" # set to the temp dir below
 fi
+WH_ROUNDS=${BENCH_WEBHOOK_ROUNDS:-5}
+case "$WH_ROUNDS" in [1-9]) ;; *) die "BENCH_WEBHOOK_ROUNDS: 1 to 9, not '$WH_ROUNDS'" ;; esac
 
 [ -x "$FG_SRC" ] || die "no fakegate binary at $FG_SRC (run make first)"
 
@@ -605,6 +608,155 @@ if want 6; then
             --argjson e "$(cat "$T/s6l_fg.json")" --argjson hm "$LOSSY_HANG_MS" \
             '{ok_200: $ok, dropped: $d, in_flight_peak: $p, hang_ms: $hm, fakegate_errors: $e.errors,
               baseline: "nginx static 200, same wrk settings"}')"
+fi
+
+# --- 7. webhooks: a receiver that never answers ----------------------------------------------
+# The claim: "A receiver that never answers: 1 000 confirms' latency is unchanged against the
+# same run with no receiver, and SIGTERM still exits 0 at once." The receiver is a python3
+# loopback listener that accepts every connection and never reads or answers, so each attempt
+# fakegate starts stays on the wire until its 10 s timeout (at most 64 at once; the rest wait
+# their turn) and every delivery of the run stays pending. Two fakegates with the zero profile,
+# both running throughout: A with --webhook-url at that receiver, B with none. A round is
+# exactly 1000 confirms (fresh paymentKey and orderId each) by one `curl --parallel
+# --parallel-max 10` (10 keep-alive connections), each request's time_total written out; the
+# same client for both. After a 200-confirm warm-up each, rounds alternate B A, A B, B A, ...
+# so that the machine's noise and any drift fall on both; a figure is the median over rounds of
+# each round's percentile. BENCH_WEBHOOK_ROUNDS rounds of each, default 5, at most 9: A's
+# deliveries all stay pending, and past 10 000 (--webhook-max-pending) the oldest would be
+# evicted. Pending deliveries are read from A's /metrics after each of its rounds, and the
+# attempts in flight from its deliveries journal before the stop. Then SIGTERM to each:
+# milliseconds from the kill to the exit the shell reaps, and the exit status (a watchdog
+# SIGKILLs after 15 s).
+wh_round() { # PORT TAG N -> "requests ok_200 p50_ms p99_ms mean_ms max_ms" on stdout
+    awk -v port="$1" -v id="${RUNID}_$2" -v n="$3" 'BEGIN {
+        for (i = 1; i <= n; i++) {
+            if (i > 1) print "next"
+            printf "url = \"http://127.0.0.1:%d/v1/payments/confirm\"\n", port
+            print "user = \"test_sk_bench:\""
+            print "header = \"Content-Type: application/json\""
+            printf "data = \"{\\\"paymentKey\\\":\\\"pk_%s_%d\\\",\\\"orderId\\\":\\\"o_%s_%d\\\",\\\"amount\\\":15000}\"\n", id, i, id, i
+            print "output = \"/dev/null\""
+            print "write-out = \"%{http_code} %{time_total}\\n\""
+        } }' >"$T/$2.curl"
+    curl --no-progress-meter --parallel --parallel-max 10 -K "$T/$2.curl" >"$T/$2.lat" 2>"$T/$2.err"
+    sort -k2,2g "$T/$2.lat" | awk '{ ms[NR] = $2 * 1000; s += ms[NR]; if ($1 == 200) ok++ }
+        function pct(p,   k) { k = int(NR * p); if (k < NR * p) k++; return ms[k < 1 ? 1 : k] }
+        END { if (NR) printf "%d %d %.3f %.3f %.3f %.3f\n", NR, ok, pct(0.5), pct(0.99), s / NR, ms[NR]
+              else print "0 0 null null null null" }'
+}
+stop_timed() { # PID -> STOP_MS, STOP_RC (exit status; "killed": SIGKILL after 15 s). Not in $(...): it waits
+    local p=$1 i keep=() wd which t0 t1 rc
+    for i in "${PIDS[@]}"; do [ "$i" = "$p" ] || keep+=("$i"); done
+    PIDS=("${keep[@]}")
+    sleep 15 &
+    wd=$!
+    t0=$EPOCHREALTIME
+    kill -TERM "$p"
+    wait -n -p which "$p" "$wd"
+    rc=$?
+    t1=$EPOCHREALTIME
+    if [ "$which" = "$p" ]; then
+        kill "$wd" 2>/dev/null
+        wait "$wd" 2>/dev/null
+    else
+        kill -KILL "$p" 2>/dev/null
+        wait "$p" 2>/dev/null
+        rc=killed
+    fi
+    STOP_RC=$rc
+    STOP_MS=$(awk -v a="${t0//[.,]/}" -v b="${t1//[.,]/}" 'BEGIN{printf "%.1f", (b - a) / 1000}')
+}
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END {
+    if (!NR || v[1] == "null") print "null"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+if want 7; then
+    [ "${BASH_VERSINFO[0]}" -gt 5 ] || { [ "${BASH_VERSINFO[0]}" = 5 ] && [ "${BASH_VERSINFO[1]}" -ge 1 ]; } ||
+        die "scenario 7 needs bash 5.1 or later (wait -n -p), not $BASH_VERSION"
+    say "7. webhooks: 1000 confirms (c10) with a receiver that never answers vs none, $WH_ROUNDS rounds each; SIGTERM"
+    python3 -c '
+import os, socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(1024)
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write("%d\n" % s.getsockname()[1])
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+held = []
+while True:  # accept, keep, never read or answer
+    c, _ = s.accept()
+    held.append(c)
+    print(len(held), flush=True)
+' "$T/hang.port" >"$T/hang.out" 2>"$T/hang.err" &
+    HANG_PID=$!
+    PIDS+=("$HANG_PID")
+    for i in $(seq 500); do [ -s "$T/hang.port" ] && break; sleep 0.01; done
+    [ -s "$T/hang.port" ] || die "the hanging receiver did not start: $(cat "$T/hang.err")"
+    HANG_PORT=$(cat "$T/hang.port")
+    start_fg wh_a "$T/zero.json" --webhook-url "http://127.0.0.1:$HANG_PORT/hook"
+    A_PID=$FG_PID A_PORT=$FG_PORT
+    start_fg wh_b "$T/zero.json"
+    B_PID=$FG_PID B_PORT=$FG_PORT
+    wh_round "$B_PORT" wh_b_warm 200 >/dev/null
+    wh_round "$A_PORT" wh_a_warm 200 >/dev/null
+    : >"$T/wh_rounds.txt"
+    for r in $(seq "$WH_ROUNDS"); do
+        if [ $((r % 2)) = 1 ]; then order="b a"; else order="a b"; fi
+        for x in $order; do
+            if [ "$x" = a ]; then port=$A_PORT pid=$A_PID; else port=$B_PORT pid=$B_PID; fi
+            c0=$(cpu_ticks "$pid")
+            read -r n ok p50 p99 mean max <<<"$(wh_round "$port" "wh_${x}_$r" 1000)"
+            c1=$(cpu_ticks "$pid")
+            pend=null
+            [ "$x" = a ] && pend=$(metric "$A_PORT" fakegate_webhook_pending)
+            echo "$x $r $n $ok $p50 $p99 $mean $max ${pend:-null} $((c1 - c0))" >>"$T/wh_rounds.txt"
+        done
+    done
+    col() { awk -v x="$1" -v c="$2" '$1 == x {print $c}' "$T/wh_rounds.txt" | tr '\n' ' '; }
+    A_P50=$(col a 5 | median); A_P99=$(col a 6 | median); A_MEAN=$(col a 7 | median)
+    B_P50=$(col b 5 | median); B_P99=$(col b 6 | median); B_MEAN=$(col b 7 | median)
+    A_OK=$(awk '$1 == "a" {s += $4} END {print s + 0}' "$T/wh_rounds.txt")
+    B_OK=$(awk '$1 == "b" {s += $4} END {print s + 0}' "$T/wh_rounds.txt")
+    WH_N=$((WH_ROUNDS * 1000))
+    wh_cpu() { # SERVER -> fakegate CPU (utime+stime, all threads) per confirm over its rounds, us
+        awk -v x="$1" -v hz="$CLK_TCK" '$1 == x {t += $10; n += $3} END {printf "%.1f", n ? t / hz * 1e6 / n : 0}' \
+            "$T/wh_rounds.txt"
+    }
+    # What A holds just before its SIGTERM: deliveries pending (metrics), attempts in flight (the
+    # journal: an attempt with no duration yet), connections the receiver has accepted.
+    WH_PENDING=$(metric "$A_PORT" fakegate_webhook_pending)
+    WH_INFLIGHT=$(curl -s "http://127.0.0.1:$A_PORT/__admin/webhooks/deliveries?status=pending&limit=10000" |
+        jq '[.deliveries[] | select((.attempts | length) > 0 and .attempts[-1].duration_ms == null)] | length' \
+        2>/dev/null)
+    WH_ACCEPTED=$(tail -1 "$T/hang.out" 2>/dev/null)
+    stop_timed "$A_PID"; A_STOP=$STOP_MS A_RC=$STOP_RC
+    stop_timed "$B_PID"; B_STOP=$STOP_MS B_RC=$STOP_RC
+    stop_pid "$HANG_PID"
+    wh_rounds_json=$(jq -Rsc '[split("\n")[] | select(length > 0) | split(" ") |
+        {server: (if .[0] == "a" then "receiver" else "none" end), round: (.[1] | tonumber),
+         requests: (.[2] | tonumber), ok_200: (.[3] | tonumber), p50_ms: (.[4] | tonumber),
+         p99_ms: (.[5] | tonumber), mean_ms: (.[6] | tonumber), max_ms: (.[7] | tonumber),
+         webhook_pending_after: (.[8] | tonumber? // null), cpu_ticks: (.[9] | tonumber)}]' "$T/wh_rounds.txt")
+    d=$(jq -cn --argjson rounds "$wh_rounds_json" --argjson nr "$WH_ROUNDS" \
+        --argjson am "${A_MEAN:-null}" --argjson bm "${B_MEAN:-null}" \
+        --argjson ao "$A_OK" --argjson bo "$B_OK" --argjson pend "${WH_PENDING:-null}" \
+        --argjson infl "${WH_INFLIGHT:-null}" --argjson acc "${WH_ACCEPTED:-0}" \
+        --argjson ac "$(wh_cpu a)" --argjson bc "$(wh_cpu b)" \
+        '{rounds_each: $nr, confirms_per_round: 1000, concurrency: 10,
+          order: "b a, a b, b a, ... (after a 200-confirm warm-up each)",
+          client: "curl --parallel --parallel-max 10, time_total per request",
+          mean_ms: {receiver: $am, none: $bm}, ok_200: {receiver: $ao, none: $bo},
+          cpu_us_per_confirm: {receiver: $ac, none: $bc},
+          webhook_pending_before_sigterm: $pend, attempts_in_flight_before_sigterm: $infl,
+          receiver_connections_accepted: $acc, per_round: $rounds}')
+    result "7 webhooks" "receiver that never answers: 1000 confirms c10, p99 latency, median of rounds (baseline column: the same fakegate run with no receiver)" "ms" \
+        "$A_P99" "$B_P99" lower "within 10% of no receiver (ratio <= 1.10; every answer 200)" \
+        "$(tf "$A_P99 <= 1.10 * $B_P99 && $A_OK == $WH_N && $B_OK == $WH_N")" "$d"
+    result "7 webhooks" "the same, p50 latency" "ms" "$A_P50" "$B_P50" lower "" null
+    result "7 webhooks" "SIGTERM -> exit, with the deliveries above pending (baseline column: no receiver)" "ms" \
+        "$A_STOP" "$B_STOP" lower "exit 0 at once (<= 100 ms; an attempt waits up to 10 s)" \
+        "$(if [ "$A_RC" = 0 ]; then tf "$A_STOP <= 100"; else echo false; fi)" \
+        "$(jq -cn --arg a "$A_RC" --arg b "$B_RC" --argjson pend "${WH_PENDING:-null}" --argjson infl "${WH_INFLIGHT:-null}" \
+            '{exit_status: {receiver: ($a | tonumber? // $a), none: ($b | tonumber? // $b)}, webhook_pending_at_sigterm: $pend,
+              attempts_in_flight_at_sigterm: $infl}')"
 fi
 
 # --- output ------------------------------------------------------------------------------------
