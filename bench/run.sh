@@ -810,6 +810,7 @@ TABLE=$(fmt)
     echo
     echo "Ratios are fakegate / nginx. nginx: \`worker_processes auto\`, \`return 200\` with a real ${BODY_BYTES}-byte fakegate confirm body, keep-alive unlimited; held: \`echo_sleep 2\` (libnginx-mod-http-echo)$([ "$HAVE_ECHO" = 1 ] || echo ' -- not installed in this run, so no held baseline')."
     echo "Bare libmicrohttpd: bench/baremhd.c, libmicrohttpd $(pkg-config --modversion libmicrohttpd 2>/dev/null || echo '?') alone with fakegate's daemon settings (2 epoll worker threads, suspend/resume, 10 KiB connection pool, backlog 4096), the same body, no ledger, idempotency, journal or rendering (in the second row, each request body parsed with jansson, as fakegate must); held: suspended and resumed 2 s later by a timer thread, as fakegate does. It is run for the confirm and held scenarios only: what fakegate adds is the difference."
+    want 7 && echo "Scenario 7 compares fakegate with itself: its nginx column is the same fakegate, same profile and client, with no webhook receiver; its ratio is with receiver / without."
     echo "<!-- end of generated part -->"
 } >"$T/generated.md"
 MD="$OUT_DIR/BENCHMARKS.md"
