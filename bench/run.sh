@@ -14,7 +14,13 @@
 # Environment: BENCH_DURATION (seconds per throughput run, default 10), BENCH_OUT_DIR (where
 # results.json and BENCHMARKS.md go, default: the repository), BENCH_PAYMENTS (payments for the
 # memory scenario, default 1000000), BENCH_ID_PAYMENTS (confirms for each run of the
-# memory-per-identity scenario, default 300000), BENCH_KEEP=1 keeps the temp dir.
+# memory-per-identity scenario, default 300000), BENCH_WEBHOOK_ROUNDS (rounds of 1000 confirms
+# for each server in the webhooks scenario, 1-9, default 5), BENCH_KEEP=1 keeps the temp dir.
+# BENCH_ONLY="7" (or "1 3", "5b,7": names separated by spaces or commas) runs only those
+# scenarios: idle, 1 (with 2, which shares its server: "1" or "2" runs both), 3, 4, 5, 5b, 6, 7.
+# nginx is started only when a chosen scenario needs it. A partial run writes results.json and
+# BENCHMARKS.md only where BENCH_OUT_DIR says (never into the repository by default): without
+# it, it prints the table and keeps the files in the temp dir when BENCH_KEEP=1.
 set -u -o pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,15 +28,30 @@ FG_SRC=${1:-$ROOT/build/fakegate}
 DUR=${BENCH_DURATION:-10}
 PAYMENTS=${BENCH_PAYMENTS:-1000000}
 ID_PAYMENTS=${BENCH_ID_PAYMENTS:-300000}
+ONLY=$(printf '%s' "${BENCH_ONLY:-}" | tr ',' ' ' | xargs)
 OUT_DIR=${BENCH_OUT_DIR:-$ROOT}
 START_S=$(date +%s)
 
 say() { printf 'bench: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
+want() { # SCENARIO... -> true when BENCH_ONLY is unset or names one of them
+    local s
+    [ -z "$ONLY" ] && return 0
+    for s in "$@"; do case " $ONLY " in *" $s "*) return 0 ;; esac; done
+    return 1
+}
+if [ -n "$ONLY" ]; then
+    for s in $ONLY; do
+        case "$s" in idle | 1 | 2 | 3 | 4 | 5 | 5b | 6 | 7) ;; *) die "BENCH_ONLY: no scenario '$s'" ;; esac
+    done
+    [ -n "${BENCH_OUT_DIR:-}" ] || OUT_DIR="" # set to the temp dir below
+fi
+WH_ROUNDS=${BENCH_WEBHOOK_ROUNDS:-5}
+case "$WH_ROUNDS" in [1-9]) ;; *) die "BENCH_WEBHOOK_ROUNDS: 1 to 9, not '$WH_ROUNDS'" ;; esac
 
 [ -x "$FG_SRC" ] || die "no fakegate binary at $FG_SRC (run make first)"
 
-# --- tools: Debian's wrk, nginx, the echo module, jq, curl, a C compiler -----------------------
+# --- tools: Debian's wrk, nginx, the echo module, jq, curl, a C compiler, python3 (scenario 7) ---
 ECHO_SO=/usr/lib/nginx/modules/ngx_http_echo_module.so
 missing=()
 command -v wrk >/dev/null || missing+=(wrk)
@@ -39,6 +60,7 @@ command -v nginx >/dev/null || missing+=(nginx)
 command -v jq >/dev/null || missing+=(jq)
 command -v curl >/dev/null || missing+=(curl)
 command -v cc >/dev/null || missing+=(gcc)
+want 7 && ! command -v python3 >/dev/null && missing+=(python3)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then SUDO=()
     elif command -v sudo >/dev/null; then SUDO=(sudo)
@@ -56,13 +78,16 @@ if [ ${#missing[@]} -gt 0 ]; then
         say "stopping the nginx service that the install started (systemctl stop nginx)"
         "${SUDO[@]}" systemctl stop nginx || true
     fi
-    for t in wrk nginx jq curl cc; do command -v $t >/dev/null || die "$t is still missing"; done
+    for t in wrk nginx jq curl cc $(want 7 && echo python3); do
+        command -v $t >/dev/null || die "$t is still missing"
+    done
 fi
 HAVE_ECHO=0
 [ -e "$ECHO_SO" ] && HAVE_ECHO=1
 
 # --- work dir, process bookkeeping ------------------------------------------------------------
 T=$(mktemp -d /tmp/fakegate-bench.XXXXXX)
+[ -n "$OUT_DIR" ] || OUT_DIR=$T # BENCH_ONLY without BENCH_OUT_DIR: not the repository's files
 PIDS=()
 cleanup() {
     for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
@@ -90,9 +115,13 @@ NOFILE=$(ulimit -n)
 [ "$NOFILE" = unlimited ] && NOFILE=1048576
 
 cp "$FG_SRC" "$T/fakegate" # the binary measured stays the same even if the tree is rebuilt
-cc -std=c11 -O2 -o "$T/startlat" "$ROOT/bench/startlat.c" || die "cannot build bench/startlat.c"
-cc -std=c11 -O2 -o "$T/baremhd" "$ROOT/bench/baremhd.c" -lmicrohttpd -ljansson -pthread ||
-    die "cannot build bench/baremhd.c (libmicrohttpd-dev: make deps)"
+if want 4; then
+    cc -std=c11 -O2 -o "$T/startlat" "$ROOT/bench/startlat.c" || die "cannot build bench/startlat.c"
+fi
+if want 1 2 3; then
+    cc -std=c11 -O2 -o "$T/baremhd" "$ROOT/bench/baremhd.c" -lmicrohttpd -ljansson -pthread ||
+        die "cannot build bench/baremhd.c (libmicrohttpd-dev: make deps)"
+fi
 CLK_TCK=$(getconf CLK_TCK)
 
 USED_PORTS=" "
@@ -206,14 +235,19 @@ nginx_conf() { # STATIC_PORT HELD(0|1) -> config on stdout
 nginx_conf "$NG_STATIC" 1 >"$T/nginx.conf"
 nginx_conf "$NG_START" 0 >"$T/nginx-start.conf"
 nginx -t -q -c "$T/nginx.conf" -e "$T/nginx-error.log" || die "nginx config invalid: $T/nginx.conf"
-nginx -c "$T/nginx.conf" -e "$T/nginx-error.log" &
-NG_PID=$!
-PIDS+=("$NG_PID")
-for i in $(seq 200); do
-    curl -sf -o /dev/null "http://127.0.0.1:$NG_STATIC/healthz" && break
-    sleep 0.02
-done
-curl -sf -o /dev/null "http://127.0.0.1:$NG_STATIC/healthz" || die "nginx did not start: $(cat "$T/nginx-error.log")"
+NG_PID=0
+S1_NG="" # scenario 1's nginx figure, which scenario 6 shows beside its own
+if want idle 1 2 3 6; then # the scenarios with a running nginx beside fakegate
+    nginx -c "$T/nginx.conf" -e "$T/nginx-error.log" &
+    NG_PID=$!
+    PIDS+=("$NG_PID")
+    for i in $(seq 200); do
+        curl -sf -o /dev/null "http://127.0.0.1:$NG_STATIC/healthz" && break
+        sleep 0.02
+    done
+    curl -sf -o /dev/null "http://127.0.0.1:$NG_STATIC/healthz" ||
+        die "nginx did not start: $(cat "$T/nginx-error.log")"
+fi
 ng_pids() { # the nginx master and its workers
     local kids
     kids=$(cat "/proc/$NG_PID/task/$NG_PID/children" 2>/dev/null) || kids=$(pgrep -P "$NG_PID" | tr '\n' ' ')
@@ -271,78 +305,82 @@ read -r RUN_B0 RUN_I0 < <(busy)
 say "background CPU before the run: ${BG_BUSY}% of $(nproc) cores (load $LOAD_START)"
 
 # --- 0. idle RSS -----------------------------------------------------------------------------
-start_fg idle "$T/zero.json"
-sleep 0.3
-FG_IDLE=$(proc_kb "$FG_PID" VmRSS)
-stop_pid "$FG_PID"
-NG_IDLE=$(ng_kb VmRSS)
-result "idle" "idle RSS (nginx: master + workers)" "MB" \
-    "$(awk -v k="$FG_IDLE" 'BEGIN{printf "%.1f", k/1024}')" \
-    "$(awk -v k="$NG_IDLE" 'BEGIN{printf "%.1f", k/1024}')" lower "" null
+if want idle; then
+    start_fg idle "$T/zero.json"
+    sleep 0.3
+    FG_IDLE=$(proc_kb "$FG_PID" VmRSS)
+    stop_pid "$FG_PID"
+    NG_IDLE=$(ng_kb VmRSS)
+    result "idle" "idle RSS (nginx: master + workers)" "MB" \
+        "$(awk -v k="$FG_IDLE" 'BEGIN{printf "%.1f", k/1024}')" \
+        "$(awk -v k="$NG_IDLE" 'BEGIN{printf "%.1f", k/1024}')" lower "" null
+fi
 
 # --- 1 and 2. confirm and replay throughput, c50 keep-alive -----------------------------------
-say "1. confirm throughput (unique keys, c50, ${DUR}s each)"
-start_fg thr "$T/zero.json"
-FGU="http://127.0.0.1:$FG_PORT/"
-NGU="http://127.0.0.1:$NG_STATIC/"
-wrk_run warm_fg unique 50 2 5 "$FGU"
-wrk_run warm_ng unique 50 2 5 "$NGU"
-c0=$(cpu_ticks "$FG_PID"); wrk_run s1_fg unique 50 "$DUR" 5 "$FGU"; c1=$(cpu_ticks "$FG_PID")
-n0=$(ng_cpu); wrk_run s1_ng unique 50 "$DUR" 5 "$NGU"; n1=$(ng_cpu)
-S1_FG=$(rate s1_fg); S1_NG=$(rate s1_ng)
-start_bare thr_bare
-BAREU="http://127.0.0.1:$BARE_PORT/"
-wrk_run warm_bare unique 50 2 5 "$BAREU"
-b0=$(cpu_ticks "$BARE_PID"); wrk_run s1_bare unique 50 "$DUR" 5 "$BAREU"; b1=$(cpu_ticks "$BARE_PID")
-stop_pid "$BARE_PID"
-start_bare thr_barej --parse-json
-BAREU="http://127.0.0.1:$BARE_PORT/"
-wrk_run warm_barej unique 50 2 5 "$BAREU"
-bj0=$(cpu_ticks "$BARE_PID"); wrk_run s1_barej unique 50 "$DUR" 5 "$BAREU"; bj1=$(cpu_ticks "$BARE_PID")
-stop_pid "$BARE_PID"
-S1_BARE=$(rate s1_bare); S1_BAREJ=$(rate s1_barej)
-cpu_us() { awk -v t="$1" -v hz="$CLK_TCK" -v n="$(jq '.requests // 0' "$T/$2.json")" \
-    'BEGIN{printf "%.1f", n ? t / hz * 1e6 / n : 0}'; }
-d=$(jq -cn --argjson fe "$(errs s1_fg)" --argjson ne "$(errs s1_ng)" \
-    --argjson fc "$(cpu_us $((c1 - c0)) s1_fg)" --argjson nc "$(cpu_us $((n1 - n0)) s1_ng)" \
-    --argjson fp99 "$(jq '.latency_us.p99 // 0' "$T/s1_fg.json")" \
-    --argjson np99 "$(jq '.latency_us.p99 // 0' "$T/s1_ng.json")" \
-    --argjson be "$(errs s1_bare)" --argjson bc "$(cpu_us $((b1 - b0)) s1_bare)" \
-    '{fakegate_errors: $fe, baseline_errors: $ne, fakegate_cpu_us_per_req: $fc,
-      baseline_cpu_us_per_req: $nc, fakegate_p99_us: $fp99, baseline_p99_us: $np99,
-      libmicrohttpd_errors: $be, libmicrohttpd_cpu_us_per_req: $bc}')
-result "1 confirm" "confirm throughput, unique keys, keep-alive, c50" "req/s" "$S1_FG" "$S1_NG" higher \
-    ">= 0.75 x nginx (stretch 0.9 x)" "$(tf "$S1_FG >= 0.75 * $S1_NG")" "$d" "$S1_BARE"
-result "1 confirm" "the same, bare libmicrohttpd parsing each body with jansson (its column only)" "req/s" \
-    "" "" higher "" null \
-    "$(jq -cn --argjson be "$(errs s1_barej)" --argjson bc "$(cpu_us $((bj1 - bj0)) s1_barej)" \
-        '{libmicrohttpd_errors: $be, libmicrohttpd_cpu_us_per_req: $bc}')" "$S1_BAREJ"
+if want 1 2; then
+    say "1. confirm throughput (unique keys, c50, ${DUR}s each)"
+    start_fg thr "$T/zero.json"
+    FGU="http://127.0.0.1:$FG_PORT/"
+    NGU="http://127.0.0.1:$NG_STATIC/"
+    wrk_run warm_fg unique 50 2 5 "$FGU"
+    wrk_run warm_ng unique 50 2 5 "$NGU"
+    c0=$(cpu_ticks "$FG_PID"); wrk_run s1_fg unique 50 "$DUR" 5 "$FGU"; c1=$(cpu_ticks "$FG_PID")
+    n0=$(ng_cpu); wrk_run s1_ng unique 50 "$DUR" 5 "$NGU"; n1=$(ng_cpu)
+    S1_FG=$(rate s1_fg); S1_NG=$(rate s1_ng)
+    start_bare thr_bare
+    BAREU="http://127.0.0.1:$BARE_PORT/"
+    wrk_run warm_bare unique 50 2 5 "$BAREU"
+    b0=$(cpu_ticks "$BARE_PID"); wrk_run s1_bare unique 50 "$DUR" 5 "$BAREU"; b1=$(cpu_ticks "$BARE_PID")
+    stop_pid "$BARE_PID"
+    start_bare thr_barej --parse-json
+    BAREU="http://127.0.0.1:$BARE_PORT/"
+    wrk_run warm_barej unique 50 2 5 "$BAREU"
+    bj0=$(cpu_ticks "$BARE_PID"); wrk_run s1_barej unique 50 "$DUR" 5 "$BAREU"; bj1=$(cpu_ticks "$BARE_PID")
+    stop_pid "$BARE_PID"
+    S1_BARE=$(rate s1_bare); S1_BAREJ=$(rate s1_barej)
+    cpu_us() { awk -v t="$1" -v hz="$CLK_TCK" -v n="$(jq '.requests // 0' "$T/$2.json")" \
+        'BEGIN{printf "%.1f", n ? t / hz * 1e6 / n : 0}'; }
+    d=$(jq -cn --argjson fe "$(errs s1_fg)" --argjson ne "$(errs s1_ng)" \
+        --argjson fc "$(cpu_us $((c1 - c0)) s1_fg)" --argjson nc "$(cpu_us $((n1 - n0)) s1_ng)" \
+        --argjson fp99 "$(jq '.latency_us.p99 // 0' "$T/s1_fg.json")" \
+        --argjson np99 "$(jq '.latency_us.p99 // 0' "$T/s1_ng.json")" \
+        --argjson be "$(errs s1_bare)" --argjson bc "$(cpu_us $((b1 - b0)) s1_bare)" \
+        '{fakegate_errors: $fe, baseline_errors: $ne, fakegate_cpu_us_per_req: $fc,
+          baseline_cpu_us_per_req: $nc, fakegate_p99_us: $fp99, baseline_p99_us: $np99,
+          libmicrohttpd_errors: $be, libmicrohttpd_cpu_us_per_req: $bc}')
+    result "1 confirm" "confirm throughput, unique keys, keep-alive, c50" "req/s" "$S1_FG" "$S1_NG" higher \
+        ">= 0.75 x nginx (stretch 0.9 x)" "$(tf "$S1_FG >= 0.75 * $S1_NG")" "$d" "$S1_BARE"
+    result "1 confirm" "the same, bare libmicrohttpd parsing each body with jansson (its column only)" "req/s" \
+        "" "" higher "" null \
+        "$(jq -cn --argjson be "$(errs s1_barej)" --argjson bc "$(cpu_us $((bj1 - bj0)) s1_barej)" \
+            '{libmicrohttpd_errors: $be, libmicrohttpd_cpu_us_per_req: $bc}')" "$S1_BAREJ"
 
-say "2. replay throughput (one Idempotency-Key, c50, ${DUR}s each)"
-c0=$(cpu_ticks "$FG_PID"); wrk_run s2_fg replay 50 "$DUR" 5 "$FGU"; c1=$(cpu_ticks "$FG_PID")
-n0=$(ng_cpu); wrk_run s2_ng replay 50 "$DUR" 5 "$NGU"; n1=$(ng_cpu)
-S2_FG=$(rate s2_fg); S2_NG=$(rate s2_ng)
-REPLAYED=$(metric "$FG_PORT" 'fakegate_requests_total{route="confirm",outcome="replayed"}')
-d=$(jq -cn --argjson fe "$(errs s2_fg)" --argjson ne "$(errs s2_ng)" --argjson rp "${REPLAYED:-0}" \
-    --argjson fc "$(cpu_us $((c1 - c0)) s2_fg)" --argjson nc "$(cpu_us $((n1 - n0)) s2_ng)" \
-    '{fakegate_errors: $fe, baseline_errors: $ne, fakegate_replayed: $rp,
-      fakegate_cpu_us_per_req: $fc, baseline_cpu_us_per_req: $nc}')
-result "2 replay" "replay throughput, same Idempotency-Key, keep-alive, c50" "req/s" "$S2_FG" "$S2_NG" higher \
-    "" null "$d"
-stop_pid "$FG_PID"
+    say "2. replay throughput (one Idempotency-Key, c50, ${DUR}s each)"
+    c0=$(cpu_ticks "$FG_PID"); wrk_run s2_fg replay 50 "$DUR" 5 "$FGU"; c1=$(cpu_ticks "$FG_PID")
+    n0=$(ng_cpu); wrk_run s2_ng replay 50 "$DUR" 5 "$NGU"; n1=$(ng_cpu)
+    S2_FG=$(rate s2_fg); S2_NG=$(rate s2_ng)
+    REPLAYED=$(metric "$FG_PORT" 'fakegate_requests_total{route="confirm",outcome="replayed"}')
+    d=$(jq -cn --argjson fe "$(errs s2_fg)" --argjson ne "$(errs s2_ng)" --argjson rp "${REPLAYED:-0}" \
+        --argjson fc "$(cpu_us $((c1 - c0)) s2_fg)" --argjson nc "$(cpu_us $((n1 - n0)) s2_ng)" \
+        '{fakegate_errors: $fe, baseline_errors: $ne, fakegate_replayed: $rp,
+          fakegate_cpu_us_per_req: $fc, baseline_cpu_us_per_req: $nc}')
+    result "2 replay" "replay throughput, same Idempotency-Key, keep-alive, c50" "req/s" "$S2_FG" "$S2_NG" higher \
+        "" null "$d"
+    stop_pid "$FG_PID"
 
-# The same confirm run against one libmicrohttpd thread (--threads 1; the default is 2).
-say "1. confirm throughput with --threads 1 (c50, ${DUR}s)"
-start_fg thr1 "$T/zero.json" --threads 1
-FGU1="http://127.0.0.1:$FG_PORT/"
-wrk_run warm_fg1 unique 50 2 5 "$FGU1"
-c0=$(cpu_ticks "$FG_PID"); wrk_run s1t1_fg unique 50 "$DUR" 5 "$FGU1"; c1=$(cpu_ticks "$FG_PID")
-S1T1_FG=$(rate s1t1_fg)
-d=$(jq -cn --argjson fe "$(errs s1t1_fg)" --argjson fc "$(cpu_us $((c1 - c0)) s1t1_fg)" \
-    '{fakegate_errors: $fe, fakegate_cpu_us_per_req: $fc}')
-result "1 confirm" "the same, fakegate --threads 1 (nginx: its figure in the first row)" "req/s" "$S1T1_FG" "$S1_NG" \
-    higher "" null "$d"
-stop_pid "$FG_PID"
+    # The same confirm run against one libmicrohttpd thread (--threads 1; the default is 2).
+    say "1. confirm throughput with --threads 1 (c50, ${DUR}s)"
+    start_fg thr1 "$T/zero.json" --threads 1
+    FGU1="http://127.0.0.1:$FG_PORT/"
+    wrk_run warm_fg1 unique 50 2 5 "$FGU1"
+    c0=$(cpu_ticks "$FG_PID"); wrk_run s1t1_fg unique 50 "$DUR" 5 "$FGU1"; c1=$(cpu_ticks "$FG_PID")
+    S1T1_FG=$(rate s1t1_fg)
+    d=$(jq -cn --argjson fe "$(errs s1t1_fg)" --argjson fc "$(cpu_us $((c1 - c0)) s1t1_fg)" \
+        '{fakegate_errors: $fe, fakegate_cpu_us_per_req: $fc}')
+    result "1 confirm" "the same, fakegate --threads 1 (nginx: its figure in the first row)" "req/s" "$S1T1_FG" "$S1_NG" \
+        higher "" null "$d"
+    stop_pid "$FG_PID"
+fi
 
 # --- 3. held requests at a fixed 2 s ------------------------------------------------------------
 # wrk keeps every connection busy: a request, 2 s, the answer, the next request, for 5 s (1000
@@ -436,61 +474,66 @@ held() { # CONNS SECONDS
     result "3 held $n" "held $n x 2 s: threads, max sampled every 100 ms (nginx: processes, master + workers)" "threads" \
         "${thr:-null}" "$(($(ng_pids | wc -w)))" lower "" null '{}' "${bthr:-}"
 }
-held 1000 5
-held 10000 7
+if want 3; then
+    held 1000 5
+    held 10000 7
+fi
 
 # --- 4. start to ready -----------------------------------------------------------------------
-say "4. start to first 200 on /healthz, 20 runs each"
-"$T/startlat" -n 20 --port-file "$T/start.port" -- "$T/fakegate" --port 0 --port-file "$T/start.port" \
-    --quiet --profile "$T/zero.json" >"$T/s4_fg.json" || echo '{}' >"$T/s4_fg.json"
-"$T/startlat" -n 20 --port "$NG_START" -- nginx -c "$T/nginx-start.conf" -e "$T/nginx-start-error.log" \
-    >"$T/s4_ng.json" || echo '{}' >"$T/s4_ng.json"
-S4_FG=$(jq '.median_ms // null' "$T/s4_fg.json"); S4_NG=$(jq '.median_ms // null' "$T/s4_ng.json")
-result "4 start" "start -> port file -> first 200 on /healthz, median of 20" "ms" "$S4_FG" "$S4_NG" lower \
-    "<= 20 ms" "$(tf "${S4_FG:-1e9} <= 20")" \
-    "$(jq -cn --argjson f "$(cat "$T/s4_fg.json")" --argjson n "$(cat "$T/s4_ng.json")" \
-        '{fakegate_runs_ms: $f.runs_ms, fakegate_port_file_median_ms: $f.port_file_median_ms,
-          baseline_runs_ms: $n.runs_ms}')"
+if want 4; then
+    say "4. start to first 200 on /healthz, 20 runs each"
+    "$T/startlat" -n 20 --port-file "$T/start.port" -- "$T/fakegate" --port 0 --port-file "$T/start.port" \
+        --quiet --profile "$T/zero.json" >"$T/s4_fg.json" || echo '{}' >"$T/s4_fg.json"
+    "$T/startlat" -n 20 --port "$NG_START" -- nginx -c "$T/nginx-start.conf" -e "$T/nginx-start-error.log" \
+        >"$T/s4_ng.json" || echo '{}' >"$T/s4_ng.json"
+    S4_FG=$(jq '.median_ms // null' "$T/s4_fg.json"); S4_NG=$(jq '.median_ms // null' "$T/s4_ng.json")
+    result "4 start" "start -> port file -> first 200 on /healthz, median of 20" "ms" "$S4_FG" "$S4_NG" lower \
+        "<= 20 ms" "$(tf "${S4_FG:-1e9} <= 20")" \
+        "$(jq -cn --argjson f "$(cat "$T/s4_fg.json")" --argjson n "$(cat "$T/s4_ng.json")" \
+            '{fakegate_runs_ms: $f.runs_ms, fakegate_port_file_median_ms: $f.port_file_median_ms,
+              baseline_runs_ms: $n.runs_ms}')"
+fi
 
 # --- 5. memory per stored payment ------------------------------------------------------------
-say "5. memory per payment: $PAYMENTS confirms with unique keys and Idempotency-Keys"
-start_fg mem "$T/zero.json"
-DONE_M='fakegate_payments_total{status="DONE"}'
-wrk_run mem_warm unique_idem 50 1 5 "http://127.0.0.1:$FG_PORT/" # pools, buffers, first table sizes
-sleep 0.2
-m0=$(metric "$FG_PORT" "$DONE_M"); r0=$(proc_kb "$FG_PID" VmRSS)
-t0=$(date +%s.%N)
-BENCH_MODE=unique_idem BENCH_PREFIX="${RUNID}_mem" BENCH_OUT="$T/mem.json" \
-    wrk -t2 -c50 -d120s --timeout 5s -s "$ROOT/bench/confirm.lua" "http://127.0.0.1:$FG_PORT/" \
-    >"$T/mem.txt" 2>&1 &
-WRK_MEM=$!
-PIDS+=("$WRK_MEM")
-m1=$m0
-while kill -0 "$WRK_MEM" 2>/dev/null; do
-    sleep 0.5
-    m1=$(metric "$FG_PORT" "$DONE_M")
-    [ "$((${m1:-0} - m0))" -ge "$PAYMENTS" ] && break
-done
-stop_pid "$WRK_MEM"
-t1=$(date +%s.%N)
-sleep 0.3
-m1=$(metric "$FG_PORT" "$DONE_M"); r1=$(proc_kb "$FG_PID" VmRSS); h1=$(proc_kb "$FG_PID" VmHWM)
-stop_pid "$FG_PID"
-STORED=$((m1 - m0))
-PER=$(awk -v a="$r0" -v b="$r1" -v n="$STORED" 'BEGIN{printf "%.0f", n ? (b - a) * 1024 / n : 0}')
-result "5 memory" "RSS growth per stored payment (with its idempotency record)" "bytes" "$PER" "" lower \
-    "<= 1024 bytes" "$(tf "$PER <= 1024")" \
-    "$(jq -cn --argjson n "$STORED" --argjson a "$r0" --argjson b "$r1" --argjson h "$h1" \
-        --arg s "$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b - a}')" \
-        '{payments_stored: $n, rss_before_kb: $a, rss_after_kb: $b, hwm_after_kb: $h, seconds: ($s | tonumber),
-          note: "nginx stores nothing: no baseline"}')"
+if want 5; then
+    say "5. memory per payment: $PAYMENTS confirms with unique keys and Idempotency-Keys"
+    start_fg mem "$T/zero.json"
+    DONE_M='fakegate_payments_total{status="DONE"}'
+    wrk_run mem_warm unique_idem 50 1 5 "http://127.0.0.1:$FG_PORT/" # pools, buffers, first table sizes
+    sleep 0.2
+    m0=$(metric "$FG_PORT" "$DONE_M"); r0=$(proc_kb "$FG_PID" VmRSS)
+    t0=$(date +%s.%N)
+    BENCH_MODE=unique_idem BENCH_PREFIX="${RUNID}_mem" BENCH_OUT="$T/mem.json" \
+        wrk -t2 -c50 -d120s --timeout 5s -s "$ROOT/bench/confirm.lua" "http://127.0.0.1:$FG_PORT/" \
+        >"$T/mem.txt" 2>&1 &
+    WRK_MEM=$!
+    PIDS+=("$WRK_MEM")
+    m1=$m0
+    while kill -0 "$WRK_MEM" 2>/dev/null; do
+        sleep 0.5
+        m1=$(metric "$FG_PORT" "$DONE_M")
+        [ "$((${m1:-0} - m0))" -ge "$PAYMENTS" ] && break
+    done
+    stop_pid "$WRK_MEM"
+    t1=$(date +%s.%N)
+    sleep 0.3
+    m1=$(metric "$FG_PORT" "$DONE_M"); r1=$(proc_kb "$FG_PID" VmRSS); h1=$(proc_kb "$FG_PID" VmHWM)
+    stop_pid "$FG_PID"
+    STORED=$((m1 - m0))
+    PER=$(awk -v a="$r0" -v b="$r1" -v n="$STORED" 'BEGIN{printf "%.0f", n ? (b - a) * 1024 / n : 0}')
+    result "5 memory" "RSS growth per stored payment (with its idempotency record)" "bytes" "$PER" "" lower \
+        "<= 1024 bytes" "$(tf "$PER <= 1024")" \
+        "$(jq -cn --argjson n "$STORED" --argjson a "$r0" --argjson b "$r1" --argjson h "$h1" \
+            --arg s "$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b - a}')" \
+            '{payments_stored: $n, rss_before_kb: $a, rss_after_kb: $b, hwm_after_kb: $h, seconds: ($s | tonumber),
+              note: "nginx stores nothing: no baseline"}')"
+fi
 
 # --- 5b. memory per judged identity ---------------------------------------------------------
 # The report keeps state per identity for the whole run (docs/admin.md §5); each confirm with a
 # fresh Idempotency-Key, orderId and paymentKey is 3 identities. Two servers take the same
 # number of such confirms, one with the report's bound at 1 identity (it keeps nearly nothing);
 # the difference in RSS growth, per identity, is what the report costs.
-say "5b. memory per judged identity: $ID_PAYMENTS confirms (3 identities each), report bounded vs not"
 rss_growth() { # NAME [FLAGS] -> "payments kb_growth" on stdout
     start_fg "$1" "$T/zero.json" "${@:2}"
     wrk_run "$1_warm" unique_idem 50 1 5 "http://127.0.0.1:$FG_PORT/"
@@ -515,55 +558,209 @@ rss_growth() { # NAME [FLAGS] -> "payments kb_growth" on stdout
     stop_pid "$FG_PID"
     echo "$((m1 - m0)) $((r1 - r0))"
 }
-read -r ID_N1 ID_KB1 <<<"$(rss_growth ident_on)"
-read -r ID_N0 ID_KB0 <<<"$(rss_growth ident_off --report-max-identities 1)"
-PER_ID=$(awk -v n1="$ID_N1" -v k1="$ID_KB1" -v n0="$ID_N0" -v k0="$ID_KB0" \
-    'BEGIN{ if (n1 && n0) printf "%.0f", (k1 * 1024 / n1 - k0 * 1024 / n0) / 3; else print "" }')
-result "5b identity" "RSS growth per judged identity (report state; 3 identities per confirm)" "bytes" \
-    "$PER_ID" "" lower "" null \
-    "$(jq -cn --argjson n1 "$ID_N1" --argjson k1 "$ID_KB1" --argjson n0 "$ID_N0" --argjson k0 "$ID_KB0" \
-        --argjson rep "$(jq -c '{judged_requests, complete}' "$T/ident_on.report.json" 2>/dev/null || echo null)" \
-        '{payments_judged: $n1, rss_growth_kb: $k1, payments_bounded: $n0, rss_growth_bounded_kb: $k0,
-          report: $rep, note: "difference of two runs: report on, and bounded at 1 identity"}')"
+if want 5b; then
+    say "5b. memory per judged identity: $ID_PAYMENTS confirms (3 identities each), report bounded vs not"
+    read -r ID_N1 ID_KB1 <<<"$(rss_growth ident_on)"
+    read -r ID_N0 ID_KB0 <<<"$(rss_growth ident_off --report-max-identities 1)"
+    PER_ID=$(awk -v n1="$ID_N1" -v k1="$ID_KB1" -v n0="$ID_N0" -v k0="$ID_KB0" \
+        'BEGIN{ if (n1 && n0) printf "%.0f", (k1 * 1024 / n1 - k0 * 1024 / n0) / 3; else print "" }')
+    result "5b identity" "RSS growth per judged identity (report state; 3 identities per confirm)" "bytes" \
+        "$PER_ID" "" lower "" null \
+        "$(jq -cn --argjson n1 "$ID_N1" --argjson k1 "$ID_KB1" --argjson n0 "$ID_N0" --argjson k0 "$ID_KB0" \
+            --argjson rep "$(jq -c '{judged_requests, complete}' "$T/ident_on.report.json" 2>/dev/null || echo null)" \
+            '{payments_judged: $n1, rss_growth_kb: $k1, payments_bounded: $n0, rss_growth_bounded_kb: $k0,
+              report: $rep, note: "difference of two runs: report on, and bounded at 1 identity"}')"
+fi
 
 # --- 6. fault profiles -----------------------------------------------------------------------
 # throttled: the real profile (token bucket 20/s, burst 10; beyond it an immediate 503 with
 # Retry-After; the few admitted take lognormal 80 ms). c50 as in scenario 1, same nginx figure.
-say "6. throughput under the throttled profile (c50, ${DUR}s)"
-start_fg throttled "$ROOT/profiles/throttled.json"
-wrk_run s6t_fg unique 50 "$DUR" 5 "http://127.0.0.1:$FG_PORT/"
-S6T=$(rate s6t_fg)
-ok=$(metric "$FG_PORT" 'fakegate_requests_total{route="confirm",outcome="ok"}')
-thr=$(metric "$FG_PORT" 'fakegate_requests_total{route="confirm",outcome="throttled"}')
-stop_pid "$FG_PID"
-result "6 throttled" "throttled profile: answers/s (mostly immediate 503), c50 (nginx: scenario 1's figure)" "req/s" "$S6T" "$S1_NG" higher "" null \
-    "$(jq -cn --argjson ok "${ok:-0}" --argjson th "${thr:-0}" --argjson e "$(cat "$T/s6t_fg.json")" \
-        '{ok_200: $ok, throttled_503: $th, fakegate_latency_us: $e.latency_us,
-          baseline: "nginx static 200, scenario 1 run"}')"
+if want 6; then
+    say "6. throughput under the throttled profile (c50, ${DUR}s)"
+    start_fg throttled "$ROOT/profiles/throttled.json"
+    wrk_run s6t_fg unique 50 "$DUR" 5 "http://127.0.0.1:$FG_PORT/"
+    S6T=$(rate s6t_fg)
+    ok=$(metric "$FG_PORT" 'fakegate_requests_total{route="confirm",outcome="ok"}')
+    thr=$(metric "$FG_PORT" 'fakegate_requests_total{route="confirm",outcome="throttled"}')
+    stop_pid "$FG_PID"
+    result "6 throttled" "throttled profile: answers/s (mostly immediate 503), c50 (nginx: scenario 1's figure)" "req/s" "$S6T" "$S1_NG" higher "" null \
+        "$(jq -cn --argjson ok "${ok:-0}" --argjson th "${thr:-0}" --argjson e "$(cat "$T/s6t_fg.json")" \
+            '{ok_200: $ok, throttled_503: $th, fakegate_latency_us: $e.latency_us,
+              baseline: "nginx static 200, scenario 1 run"}')"
 
-# lossy: 1 confirm in 7 is held with no answer, then the connection is closed. The profile's
-# 30 s hang would park every wrk connection within a few requests (wrk never gives up on a
-# request, it only counts a timeout), so the run would measure the hang, not the server. The
-# bench uses the same profile with the hang shortened to LOSSY_HANG_MS and 1000 connections, so
-# that at any moment a few hundred are hung and the rest keep the server busy; wrk sees each
-# loss as a read error (connection closed) and reconnects. Figure: answers per second.
-say "6. throughput under the lossy profile (hang ${LOSSY_HANG_MS} ms, c1000, ${DUR}s each)"
-start_fg lossy "$T/lossy-bench.json"
-wrk_run s6l_fg unique 1000 "$DUR" 10 "http://127.0.0.1:$FG_PORT/"
-wrk_run s6l_ng unique 1000 "$DUR" 10 "$NGU"
-ok=$(metric "$FG_PORT" 'fakegate_requests_total{route="confirm",outcome="ok"}')
-drop=$(metric "$FG_PORT" 'fakegate_requests_total{route="confirm",outcome="dropped_request"}')
-peak=$(metric "$FG_PORT" 'fakegate_in_flight_peak{route="confirm"}')
-stop_pid "$FG_PID"
-S6L=$(rate s6l_fg); S6L_NG=$(rate s6l_ng)
-result "6 lossy" "lossy profile (hang ${LOSSY_HANG_MS} ms): answered confirms/s, c1000" "req/s" "$S6L" "$S6L_NG" higher "" null \
-    "$(jq -cn --argjson ok "${ok:-0}" --argjson d "${drop:-0}" --argjson p "${peak:-0}" \
-        --argjson e "$(cat "$T/s6l_fg.json")" --argjson hm "$LOSSY_HANG_MS" \
-        '{ok_200: $ok, dropped: $d, in_flight_peak: $p, hang_ms: $hm, fakegate_errors: $e.errors,
-          baseline: "nginx static 200, same wrk settings"}')"
+    # lossy: 1 confirm in 7 is held with no answer, then the connection is closed. The profile's
+    # 30 s hang would park every wrk connection within a few requests (wrk never gives up on a
+    # request, it only counts a timeout), so the run would measure the hang, not the server. The
+    # bench uses the same profile with the hang shortened to LOSSY_HANG_MS and 1000 connections, so
+    # that at any moment a few hundred are hung and the rest keep the server busy; wrk sees each
+    # loss as a read error (connection closed) and reconnects. Figure: answers per second.
+    say "6. throughput under the lossy profile (hang ${LOSSY_HANG_MS} ms, c1000, ${DUR}s each)"
+    start_fg lossy "$T/lossy-bench.json"
+    wrk_run s6l_fg unique 1000 "$DUR" 10 "http://127.0.0.1:$FG_PORT/"
+    wrk_run s6l_ng unique 1000 "$DUR" 10 "$NGU"
+    ok=$(metric "$FG_PORT" 'fakegate_requests_total{route="confirm",outcome="ok"}')
+    drop=$(metric "$FG_PORT" 'fakegate_requests_total{route="confirm",outcome="dropped_request"}')
+    peak=$(metric "$FG_PORT" 'fakegate_in_flight_peak{route="confirm"}')
+    stop_pid "$FG_PID"
+    S6L=$(rate s6l_fg); S6L_NG=$(rate s6l_ng)
+    result "6 lossy" "lossy profile (hang ${LOSSY_HANG_MS} ms): answered confirms/s, c1000" "req/s" "$S6L" "$S6L_NG" higher "" null \
+        "$(jq -cn --argjson ok "${ok:-0}" --argjson d "${drop:-0}" --argjson p "${peak:-0}" \
+            --argjson e "$(cat "$T/s6l_fg.json")" --argjson hm "$LOSSY_HANG_MS" \
+            '{ok_200: $ok, dropped: $d, in_flight_peak: $p, hang_ms: $hm, fakegate_errors: $e.errors,
+              baseline: "nginx static 200, same wrk settings"}')"
+fi
+
+# --- 7. webhooks: a receiver that never answers ----------------------------------------------
+# The claim: "A receiver that never answers: 1 000 confirms' latency is unchanged against the
+# same run with no receiver, and SIGTERM still exits 0 at once." The receiver is a python3
+# loopback listener that accepts every connection and never reads or answers, so each attempt
+# fakegate starts stays on the wire until its 10 s timeout (at most 64 at once; the rest wait
+# their turn) and every delivery of the run stays pending. Two fakegates with the zero profile,
+# both running throughout: A with --webhook-url at that receiver, B with none. A round is
+# exactly 1000 confirms (fresh paymentKey and orderId each) by one `curl --parallel
+# --parallel-max 10` (10 keep-alive connections), each request's time_total written out; the
+# same client for both. After a 200-confirm warm-up each, rounds alternate B A, A B, B A, ...
+# so that the machine's noise and any drift fall on both; a figure is the median over rounds of
+# each round's percentile. BENCH_WEBHOOK_ROUNDS rounds of each, default 5, at most 9: A's
+# deliveries all stay pending, and past 10 000 (--webhook-max-pending) the oldest would be
+# evicted. Pending deliveries are read from A's /metrics after each of its rounds, and the
+# attempts in flight from its deliveries journal before the stop. Then SIGTERM to each:
+# milliseconds from the kill to the exit the shell reaps, and the exit status (a watchdog
+# SIGKILLs after 15 s).
+wh_round() { # PORT TAG N -> "requests ok_200 p50_ms p99_ms mean_ms max_ms" on stdout
+    awk -v port="$1" -v id="${RUNID}_$2" -v n="$3" 'BEGIN {
+        for (i = 1; i <= n; i++) {
+            if (i > 1) print "next"
+            printf "url = \"http://127.0.0.1:%d/v1/payments/confirm\"\n", port
+            print "user = \"test_sk_bench:\""
+            print "header = \"Content-Type: application/json\""
+            printf "data = \"{\\\"paymentKey\\\":\\\"pk_%s_%d\\\",\\\"orderId\\\":\\\"o_%s_%d\\\",\\\"amount\\\":15000}\"\n", id, i, id, i
+            print "output = \"/dev/null\""
+            print "write-out = \"%{http_code} %{time_total}\\n\""
+        } }' >"$T/$2.curl"
+    curl --no-progress-meter --parallel --parallel-max 10 -K "$T/$2.curl" >"$T/$2.lat" 2>"$T/$2.err"
+    sort -k2,2g "$T/$2.lat" | awk '{ ms[NR] = $2 * 1000; s += ms[NR]; if ($1 == 200) ok++ }
+        function pct(p,   k) { k = int(NR * p); if (k < NR * p) k++; return ms[k < 1 ? 1 : k] }
+        END { if (NR) printf "%d %d %.3f %.3f %.3f %.3f\n", NR, ok, pct(0.5), pct(0.99), s / NR, ms[NR]
+              else print "0 0 null null null null" }'
+}
+stop_timed() { # PID -> STOP_MS, STOP_RC (exit status; "killed": SIGKILL after 15 s). Not in $(...): it waits
+    local p=$1 i keep=() wd which t0 t1 rc
+    for i in "${PIDS[@]}"; do [ "$i" = "$p" ] || keep+=("$i"); done
+    PIDS=("${keep[@]}")
+    sleep 15 &
+    wd=$!
+    t0=$EPOCHREALTIME
+    kill -TERM "$p"
+    wait -n -p which "$p" "$wd"
+    rc=$?
+    t1=$EPOCHREALTIME
+    if [ "$which" = "$p" ]; then
+        kill "$wd" 2>/dev/null
+        wait "$wd" 2>/dev/null
+    else
+        kill -KILL "$p" 2>/dev/null
+        wait "$p" 2>/dev/null
+        rc=killed
+    fi
+    STOP_RC=$rc
+    STOP_MS=$(awk -v a="${t0//[.,]/}" -v b="${t1//[.,]/}" 'BEGIN{printf "%.1f", (b - a) / 1000}')
+}
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END {
+    if (!NR || v[1] == "null") print "null"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+if want 7; then
+    [ "${BASH_VERSINFO[0]}" -gt 5 ] || { [ "${BASH_VERSINFO[0]}" = 5 ] && [ "${BASH_VERSINFO[1]}" -ge 1 ]; } ||
+        die "scenario 7 needs bash 5.1 or later (wait -n -p), not $BASH_VERSION"
+    say "7. webhooks: 1000 confirms (c10) with a receiver that never answers vs none, $WH_ROUNDS rounds each; SIGTERM"
+    python3 -c '
+import os, socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(1024)
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write("%d\n" % s.getsockname()[1])
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+held = []
+while True:  # accept, keep, never read or answer
+    c, _ = s.accept()
+    held.append(c)
+    print(len(held), flush=True)
+' "$T/hang.port" >"$T/hang.out" 2>"$T/hang.err" &
+    HANG_PID=$!
+    PIDS+=("$HANG_PID")
+    for i in $(seq 500); do [ -s "$T/hang.port" ] && break; sleep 0.01; done
+    [ -s "$T/hang.port" ] || die "the hanging receiver did not start: $(cat "$T/hang.err")"
+    HANG_PORT=$(cat "$T/hang.port")
+    start_fg wh_a "$T/zero.json" --webhook-url "http://127.0.0.1:$HANG_PORT/hook"
+    A_PID=$FG_PID A_PORT=$FG_PORT
+    start_fg wh_b "$T/zero.json"
+    B_PID=$FG_PID B_PORT=$FG_PORT
+    wh_round "$B_PORT" wh_b_warm 200 >/dev/null
+    wh_round "$A_PORT" wh_a_warm 200 >/dev/null
+    : >"$T/wh_rounds.txt"
+    for r in $(seq "$WH_ROUNDS"); do
+        if [ $((r % 2)) = 1 ]; then order="b a"; else order="a b"; fi
+        for x in $order; do
+            if [ "$x" = a ]; then port=$A_PORT pid=$A_PID; else port=$B_PORT pid=$B_PID; fi
+            c0=$(cpu_ticks "$pid")
+            read -r n ok p50 p99 mean max <<<"$(wh_round "$port" "wh_${x}_$r" 1000)"
+            c1=$(cpu_ticks "$pid")
+            pend=null
+            [ "$x" = a ] && pend=$(metric "$A_PORT" fakegate_webhook_pending)
+            echo "$x $r $n $ok $p50 $p99 $mean $max ${pend:-null} $((c1 - c0))" >>"$T/wh_rounds.txt"
+        done
+    done
+    col() { awk -v x="$1" -v c="$2" '$1 == x {print $c}' "$T/wh_rounds.txt" | tr '\n' ' '; }
+    A_P50=$(col a 5 | median); A_P99=$(col a 6 | median); A_MEAN=$(col a 7 | median)
+    B_P50=$(col b 5 | median); B_P99=$(col b 6 | median); B_MEAN=$(col b 7 | median)
+    A_OK=$(awk '$1 == "a" {s += $4} END {print s + 0}' "$T/wh_rounds.txt")
+    B_OK=$(awk '$1 == "b" {s += $4} END {print s + 0}' "$T/wh_rounds.txt")
+    WH_N=$((WH_ROUNDS * 1000))
+    wh_cpu() { # SERVER -> fakegate CPU (utime+stime, all threads) per confirm over its rounds, us
+        awk -v x="$1" -v hz="$CLK_TCK" '$1 == x {t += $10; n += $3} END {printf "%.1f", n ? t / hz * 1e6 / n : 0}' \
+            "$T/wh_rounds.txt"
+    }
+    # What A holds just before its SIGTERM: deliveries pending (metrics), attempts in flight (the
+    # journal: an attempt with no duration yet), connections the receiver has accepted.
+    WH_PENDING=$(metric "$A_PORT" fakegate_webhook_pending)
+    WH_INFLIGHT=$(curl -s "http://127.0.0.1:$A_PORT/__admin/webhooks/deliveries?status=pending&limit=10000" |
+        jq '[.deliveries[] | select((.attempts | length) > 0 and .attempts[-1].duration_ms == null)] | length' \
+        2>/dev/null)
+    WH_ACCEPTED=$(tail -1 "$T/hang.out" 2>/dev/null)
+    stop_timed "$A_PID"; A_STOP=$STOP_MS A_RC=$STOP_RC
+    stop_timed "$B_PID"; B_STOP=$STOP_MS B_RC=$STOP_RC
+    stop_pid "$HANG_PID"
+    wh_rounds_json=$(jq -Rsc '[split("\n")[] | select(length > 0) | split(" ") |
+        {server: (if .[0] == "a" then "receiver" else "none" end), round: (.[1] | tonumber),
+         requests: (.[2] | tonumber), ok_200: (.[3] | tonumber), p50_ms: (.[4] | tonumber),
+         p99_ms: (.[5] | tonumber), mean_ms: (.[6] | tonumber), max_ms: (.[7] | tonumber),
+         webhook_pending_after: (.[8] | tonumber? // null), cpu_ticks: (.[9] | tonumber)}]' "$T/wh_rounds.txt")
+    d=$(jq -cn --argjson rounds "$wh_rounds_json" --argjson nr "$WH_ROUNDS" \
+        --argjson am "${A_MEAN:-null}" --argjson bm "${B_MEAN:-null}" \
+        --argjson ao "$A_OK" --argjson bo "$B_OK" --argjson pend "${WH_PENDING:-null}" \
+        --argjson infl "${WH_INFLIGHT:-null}" --argjson acc "${WH_ACCEPTED:-0}" \
+        --argjson ac "$(wh_cpu a)" --argjson bc "$(wh_cpu b)" \
+        '{rounds_each: $nr, confirms_per_round: 1000, concurrency: 10,
+          order: "b a, a b, b a, ... (after a 200-confirm warm-up each)",
+          client: "curl --parallel --parallel-max 10, time_total per request",
+          mean_ms: {receiver: $am, none: $bm}, ok_200: {receiver: $ao, none: $bo},
+          cpu_us_per_confirm: {receiver: $ac, none: $bc},
+          webhook_pending_before_sigterm: $pend, attempts_in_flight_before_sigterm: $infl,
+          receiver_connections_accepted: $acc, per_round: $rounds}')
+    result "7 webhooks" "receiver that never answers: 1000 confirms c10, p99 latency, median of rounds (baseline column: the same fakegate run with no receiver)" "ms" \
+        "$A_P99" "$B_P99" lower "within 10% of no receiver (ratio <= 1.10; every answer 200)" \
+        "$(tf "$A_P99 <= 1.10 * $B_P99 && $A_OK == $WH_N && $B_OK == $WH_N")" "$d"
+    result "7 webhooks" "the same, p50 latency" "ms" "$A_P50" "$B_P50" lower "" null
+    result "7 webhooks" "SIGTERM -> exit, with the deliveries above pending (baseline column: no receiver)" "ms" \
+        "$A_STOP" "$B_STOP" lower "exit 0 at once (<= 100 ms; an attempt waits up to 10 s)" \
+        "$(if [ "$A_RC" = 0 ]; then tf "$A_STOP <= 100"; else echo false; fi)" \
+        "$(jq -cn --arg a "$A_RC" --arg b "$B_RC" --argjson pend "${WH_PENDING:-null}" --argjson infl "${WH_INFLIGHT:-null}" \
+            '{exit_status: {receiver: ($a | tonumber? // $a), none: ($b | tonumber? // $b)}, webhook_pending_at_sigterm: $pend,
+              attempts_in_flight_at_sigterm: $infl}')"
+fi
 
 # --- output ------------------------------------------------------------------------------------
-stop_pid "$NG_PID"
+[ "$NG_PID" = 0 ] || stop_pid "$NG_PID"
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 # Other load during the run: all busy CPU time minus what this script's children used (bash's
 # `times`: every process it started and waited for, nginx included now that it has stopped).
@@ -582,7 +779,7 @@ FGV=$("$T/fakegate" --version 2>/dev/null | head -1)
 DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 mkdir -p "$OUT_DIR/bench"
 jq -s --arg date "$DATE" --arg cpu "$CPU" --argjson nproc "$(nproc)" --arg kernel "$(uname -r)" \
-    --arg cmd "make bench" --arg commit "$COMMIT" --arg fgv "$FGV" --arg ngv "$NGV" --arg wrkv "$WRKV" \
+    --arg cmd "make bench${ONLY:+ (BENCH_ONLY=\"$ONLY\")}" --arg commit "$COMMIT" --arg fgv "$FGV" --arg ngv "$NGV" --arg wrkv "$WRKV" \
     --arg ls "$LOAD_START" --arg le "$LOAD_END" --argjson bg "$BG_BUSY" --argjson other "$RUN_OTHER" --argjson el "$ELAPSED" \
     --argjson body "$BODY_BYTES" --argjson echo "$HAVE_ECHO" '
     {date: $date, command: $cmd, commit: $commit, fakegate: $fgv,
@@ -605,7 +802,7 @@ fmt() { jq -r '
 TABLE=$(fmt)
 {
     echo "<!-- generated by \`make bench\` (bench/run.sh); this part is rewritten by every run -->"
-    echo "Run: $DATE, \`make bench\` (bench/run.sh), ${FGV:-fakegate} at $COMMIT, $ELAPSED s."
+    echo "Run: $DATE, \`make bench\` (bench/run.sh)${ONLY:+ with BENCH_ONLY=\"$ONLY\" (those scenarios only)}, ${FGV:-fakegate} at $COMMIT, $ELAPSED s."
     echo "Machine: $(nproc) cores, $CPU, Linux $(uname -r); wrk $WRKV and nginx $NGV on the same cores."
     echo "Other load: ${BG_BUSY}% of the cores busy in the second before the run, ${RUN_OTHER}% used by other processes during it; load average $LOAD_START at the start, $LOAD_END at the end."
     echo
@@ -613,6 +810,7 @@ TABLE=$(fmt)
     echo
     echo "Ratios are fakegate / nginx. nginx: \`worker_processes auto\`, \`return 200\` with a real ${BODY_BYTES}-byte fakegate confirm body, keep-alive unlimited; held: \`echo_sleep 2\` (libnginx-mod-http-echo)$([ "$HAVE_ECHO" = 1 ] || echo ' -- not installed in this run, so no held baseline')."
     echo "Bare libmicrohttpd: bench/baremhd.c, libmicrohttpd $(pkg-config --modversion libmicrohttpd 2>/dev/null || echo '?') alone with fakegate's daemon settings (2 epoll worker threads, suspend/resume, 10 KiB connection pool, backlog 4096), the same body, no ledger, idempotency, journal or rendering (in the second row, each request body parsed with jansson, as fakegate must); held: suspended and resumed 2 s later by a timer thread, as fakegate does. It is run for the confirm and held scenarios only: what fakegate adds is the difference."
+    want 7 && echo "Scenario 7 compares fakegate with itself: its nginx column is the same fakegate, same profile and client, with no webhook receiver; its ratio is with receiver / without."
     echo "<!-- end of generated part -->"
 } >"$T/generated.md"
 MD="$OUT_DIR/BENCHMARKS.md"
@@ -627,5 +825,9 @@ fi
 echo
 grep -v '^<!--' "$T/generated.md" # the table with the run, the machine and the legend
 echo
-say "wrote $OUT_DIR/bench/results.json and $MD in ${ELAPSED}s"
+if [ "$OUT_DIR" = "$T" ] && [ "${BENCH_KEEP:-0}" != 1 ]; then
+    say "partial run (BENCH_ONLY) in ${ELAPSED}s: results.json and BENCHMARKS.md not kept (BENCH_OUT_DIR=DIR writes them there, BENCH_KEEP=1 keeps the temp dir)"
+else
+    say "wrote $OUT_DIR/bench/results.json and $MD in ${ELAPSED}s"
+fi
 exit 0
