@@ -19,6 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "gateway.h"
 #include "ledger.h"
@@ -32,6 +35,11 @@
 #define ATTEMPT_TIMEOUT_MS 10000 /* an answer slower than this fails the attempt [ours] */
 #define ANSWER_BODY_MAX 65536   /* bytes of a receiver's answer read, at most */
 #define SWEEP_INTERVAL_NS NS_PER_S
+/* Events are taken from the inbox in batches: at most this long after the first one arrived
+ * (or once INBOX_BATCH are waiting), so a burst of confirms costs one pass of the dispatcher
+ * (a render under the store lock, a pass over the transfers) per batch, not per event. */
+#define INBOX_WAIT_NS (2 * NS_PER_MS)
+#define INBOX_BATCH 512
 #define IDLE_WAIT_MS 1000
 #define RNG_ROUTE_WEBHOOK 64    /* rng_seed_request's route for webhook decisions (no route's) */
 
@@ -121,11 +129,15 @@ struct webhooks {
     size_t max_pending;
     pthread_t thread;
     _Atomic bool stop;
-    CURLM *multi;
+    CURLM *multi;                /* driven by curl_multi_socket_action over `epfd` */
+    int epfd;                    /* the transfers' sockets and `wakefd` */
+    int wakefd;                  /* an eventfd: written to wake the thread */
+    int64_t curl_due_ns;         /* libcurl's own timer (CURLMOPT_TIMERFUNCTION); 0: none */
 
     pthread_mutex_t inbox_lock;  /* leaf: taken under the store lock */
     struct inbound *inbox;
     size_t n_inbox, cap_inbox;
+    int64_t inbox_since_ns;      /* when the oldest event waiting arrived */
     atomic_size_t n_receivers;   /* read without a lock by the store's subscriber */
 
     pthread_mutex_t lock;        /* everything below */
@@ -411,6 +423,44 @@ static void file_event(struct webhooks *w, struct event *e, const struct inbound
     trim(w);
 }
 
+/* ---- the event loop: epoll over libcurl's sockets ------------------------------------------ */
+
+/* Only the sockets libcurl names, and only when they are ready, cost a pass: a receiver that
+ * hangs 64 transfers costs nothing while it hangs (curl_multi_perform would poll each one on
+ * every pass). */
+
+static void wake(struct webhooks *w)
+{
+    uint64_t one = 1;
+    ssize_t n = write(w->wakefd, &one, sizeof one); /* fails only when already signalled */
+    (void)n;
+}
+
+static int on_curl_socket(CURL *easy, curl_socket_t s, int what, void *ctx, void *sockp)
+{
+    (void)easy;
+    (void)sockp;
+    struct webhooks *w = ctx;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(w->epfd, EPOLL_CTL_DEL, s, NULL);
+        return 0;
+    }
+    struct epoll_event ev = {.events = (what & CURL_POLL_IN ? EPOLLIN : 0u) |
+                                       (what & CURL_POLL_OUT ? EPOLLOUT : 0u),
+                             .data.fd = s};
+    if (epoll_ctl(w->epfd, EPOLL_CTL_MOD, s, &ev) != 0)
+        epoll_ctl(w->epfd, EPOLL_CTL_ADD, s, &ev);
+    return 0;
+}
+
+static int on_curl_timer(CURLM *multi, long timeout_ms, void *ctx)
+{
+    (void)multi;
+    struct webhooks *w = ctx;
+    w->curl_due_ns = timeout_ms < 0 ? 0 : now_mono_ns() + timeout_ms * NS_PER_MS;
+    return 0;
+}
+
 /* ---- the store's subscriber and the inbox ---------------------------------------------------- */
 
 /* Under the store lock, on the thread that changed the payment: note the event, nothing more. */
@@ -434,10 +484,16 @@ static void on_payment_event(void *ctx, const struct payment_event *ev)
         .seed = ev->cause ? ev->cause->adm.seed : gateway_seed(g, p),
     };
     pthread_mutex_lock(&w->inbox_lock);
-    if (grow((void **)&w->inbox, &w->cap_inbox, w->n_inbox + 1, sizeof *w->inbox))
+    bool first = w->n_inbox == 0, full = false;
+    if (grow((void **)&w->inbox, &w->cap_inbox, w->n_inbox + 1, sizeof *w->inbox)) {
         w->inbox[w->n_inbox++] = in;
+        full = w->n_inbox == INBOX_BATCH;
+    }
+    if (first)
+        w->inbox_since_ns = now_mono_ns();
     pthread_mutex_unlock(&w->inbox_lock);
-    curl_multi_wakeup(w->multi);
+    if (first || full) /* the dispatcher wakes once per batch, not once per event */
+        wake(w);
 }
 
 struct render_batch {
@@ -494,9 +550,18 @@ static int render_locked(struct gateway *g, struct store *s, struct request *r, 
     return 0;
 }
 
-static void drain_inbox(struct webhooks *w)
+/* Take the inbox's events once the batch is due; else *wait_ms (if smaller) is set to when it
+ * will be. */
+static void drain_inbox(struct webhooks *w, int64_t *wait_ms)
 {
     pthread_mutex_lock(&w->inbox_lock);
+    int64_t left = w->inbox_since_ns + INBOX_WAIT_NS - now_mono_ns();
+    if (w->n_inbox > 0 && w->n_inbox < INBOX_BATCH && left > 0 && !atomic_load(&w->stop)) {
+        pthread_mutex_unlock(&w->inbox_lock);
+        int64_t ms = left / NS_PER_MS + 1;
+        *wait_ms = ms < *wait_ms ? ms : *wait_ms;
+        return;
+    }
     struct inbound *in = w->inbox;
     size_t n = w->n_inbox;
     w->inbox = NULL;
@@ -746,25 +811,55 @@ static int next_wait_ms(struct webhooks *w)
     return wait_ms < 0 ? 0 : (int)wait_ms;
 }
 
+/* Wait up to wait_ms for the sockets, the wake eventfd or libcurl's timer, and let libcurl
+ * act on what is ready. */
+static void wait_and_act(struct webhooks *w, int wait_ms)
+{
+    if (w->curl_due_ns) {
+        int64_t ms = (w->curl_due_ns - now_mono_ns() + NS_PER_MS - 1) / NS_PER_MS;
+        if (ms < wait_ms)
+            wait_ms = ms < 0 ? 0 : (int)ms;
+    }
+    struct epoll_event evs[64];
+    int n = epoll_wait(w->epfd, evs, 64, wait_ms);
+    int running;
+    for (int i = 0; i < n; i++) {
+        if (evs[i].data.fd == w->wakefd) {
+            uint64_t v;
+            ssize_t r = read(w->wakefd, &v, sizeof v);
+            (void)r;
+            continue;
+        }
+        int flags = (evs[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
+                    (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                    (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+        curl_multi_socket_action(w->multi, evs[i].data.fd, flags, &running);
+    }
+    if (w->curl_due_ns && now_mono_ns() >= w->curl_due_ns) {
+        w->curl_due_ns = 0;
+        curl_multi_socket_action(w->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    }
+}
+
 static void *dispatch_main(void *arg)
 {
     struct webhooks *w = arg;
     int64_t next_sweep = 0;
     while (!atomic_load(&w->stop)) {
-        drain_inbox(w);
+        int64_t inbox_wait = IDLE_WAIT_MS;
+        drain_inbox(w, &inbox_wait);
         if (now_mono_ns() >= next_sweep) {
             gateway_sweep_expired(w->g);
             next_sweep = now_mono_ns() + SWEEP_INTERVAL_NS;
         }
-        int running;
-        curl_multi_perform(w->multi, &running);
         collect_done(w);
         pthread_mutex_lock(&w->lock);
         start_due(w);
         int wait_ms = next_wait_ms(w);
         pthread_mutex_unlock(&w->lock);
-        curl_multi_perform(w->multi, &running);
-        curl_multi_poll(w->multi, NULL, 0, wait_ms, NULL);
+        if (inbox_wait < wait_ms)
+            wait_ms = (int)inbox_wait;
+        wait_and_act(w, wait_ms);
     }
     return NULL;
 }
@@ -841,11 +936,23 @@ struct webhooks *webhooks_start(struct gateway *g, const char *const *urls, size
         snprintf(err, ERR_LEN, "out of memory");
         return NULL;
     }
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || !(w->multi = curl_multi_init())) {
-        snprintf(err, ERR_LEN, "webhooks: libcurl did not start");
+    w->epfd = epoll_create1(EPOLL_CLOEXEC);
+    w->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    struct epoll_event wev = {.events = EPOLLIN, .data.fd = w->wakefd};
+    if (w->epfd < 0 || w->wakefd < 0 || epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wakefd, &wev) != 0 ||
+        curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || !(w->multi = curl_multi_init())) {
+        snprintf(err, ERR_LEN, "webhooks: cannot start the delivery loop (epoll, libcurl)");
+        if (w->epfd >= 0)
+            close(w->epfd);
+        if (w->wakefd >= 0)
+            close(w->wakefd);
         free(w);
         return NULL;
     }
+    curl_multi_setopt(w->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
+    curl_multi_setopt(w->multi, CURLMOPT_SOCKETDATA, w);
+    curl_multi_setopt(w->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+    curl_multi_setopt(w->multi, CURLMOPT_TIMERDATA, w);
     w->g = g;
     w->quiet = quiet;
     w->max_pending = max_pending ? max_pending : WEBHOOK_MAX_PENDING_DEFAULT;
@@ -856,6 +963,8 @@ struct webhooks *webhooks_start(struct gateway *g, const char *const *urls, size
         pthread_create(&w->thread, NULL, dispatch_main, w) != 0) {
         snprintf(err, ERR_LEN, "webhooks: cannot start the delivery thread");
         curl_multi_cleanup(w->multi);
+        close(w->epfd);
+        close(w->wakefd);
         free(w);
         return NULL;
     }
@@ -868,7 +977,7 @@ void webhooks_stop(struct webhooks *w)
     if (!w)
         return;
     atomic_store(&w->stop, true);
-    curl_multi_wakeup(w->multi);
+    wake(w);
     pthread_join(w->thread, NULL);
     if (w->n_pending > 0 && !w->quiet)
         fprintf(stderr, "fakegate: %zu webhook deliveries pending at exit: abandoned\n",
@@ -884,6 +993,8 @@ void webhooks_stop(struct webhooks *w)
     }
     curl_multi_cleanup(w->multi);
     curl_global_cleanup();
+    close(w->epfd);
+    close(w->wakefd);
     for (size_t i = 0; i < WEBHOOK_MAX_RECEIVERS; i++)
         free(w->urls[i]);
     free(w->all);
@@ -900,7 +1011,7 @@ void webhooks_stop(struct webhooks *w)
 
 void webhooks_wake(struct webhooks *w)
 {
-    curl_multi_wakeup(w->multi);
+    wake(w);
 }
 
 /* Keep only timers of deliveries still in the journal. */
@@ -952,7 +1063,7 @@ void webhooks_reset(struct webhooks *w)
     memset(w->attempts_total, 0, sizeof w->attempts_total);
     w->evicted_total = 0;
     pthread_mutex_unlock(&w->lock);
-    curl_multi_wakeup(w->multi);
+    wake(w);
 }
 
 void webhooks_set_receivers(struct webhooks *w, const char *const *urls, size_t n,
@@ -1091,7 +1202,7 @@ int webhooks_resend(struct webhooks *w, uint64_t id, struct buf *b)
     }
     pthread_mutex_unlock(&w->lock);
     if (ok)
-        curl_multi_wakeup(w->multi);
+        wake(w);
     return ok ? 0 : -1;
 }
 
