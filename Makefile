@@ -9,7 +9,7 @@
 #   make docker-test      build the image, run it and smoke-test it
 #   make fresh-test       the README's `make run` and `make test` in a fresh Debian bookworm
 #                         root file system that has only make (root; docker/fresh-test.sh)
-#   make experiments [SCALE=0.1]   the retry experiments E1-E3; writes client-tests/RESULTS.md
+#   make experiments [SCALE=0.1] [ONLY=E4]   the experiments E1-E4; writes client-tests/RESULTS.md
 #   make bench            fakegate against nginx and a bare libmicrohttpd server; BENCHMARKS.md
 #   make install          install the binary and the shipped profiles (PREFIX=/usr/local,
 #                         DESTDIR=)
@@ -139,12 +139,15 @@ docker-test:
 fresh-test:
 	docker/fresh-test.sh
 
-# ---- client-tests experiments (issue 6): `make experiments [SCALE=0.1]` ------------------------
+# ---- client-tests experiments (issue 6): `make experiments [SCALE=0.1] [ONLY=E4]` --------------
 # Builds the experiment runner from client-tests/experiments/*.c and the client-tests library
-# (retry, loadgen, experiment, harness), runs E1-E3 against build/fakegate with the shipped
-# profiles at time scale SCALE (1 = real time, about 14 min; 0.1 about 1.5 min) and writes
-# client-tests/results.json and client-tests/RESULTS.md.
+# (retry, loadgen, experiment, receiver, reconcile, harness), runs E1-E3 against build/fakegate
+# with the shipped profiles and E4 with its webhook receiver, at time scale SCALE (1 = real time,
+# about 15 min; 0.1 about 1.5 min), and writes client-tests/results.json and
+# client-tests/RESULTS.md. ONLY=E4 (or E1,E3 ...) runs just those and keeps the other
+# experiments' rows from the existing results.json.
 SCALE     ?= 1
+ONLY      ?=
 EXP_SRC   := $(wildcard client-tests/experiments/*.c)
 EXP_OBJ   := $(EXP_SRC:%.c=$(BUILD)/obj/%.o)
 EXP_BIN   := $(BUILD)/client-tests/experiments
@@ -156,7 +159,8 @@ $(EXP_BIN): $(EXP_OBJ) $(CT_LIB_OBJ)
 .PHONY: experiments
 experiments: deps $(BUILD)/fakegate $(EXP_BIN)
 	FAKEGATE_BIN=$(abspath $(BUILD)/fakegate) FAKEGATE_PROFILES=$(abspath profiles) \
-	  $(EXP_BIN) --scale $(SCALE) --json client-tests/results.json --md client-tests/RESULTS.md
+	  $(EXP_BIN) --scale $(SCALE) $(if $(ONLY),--only $(ONLY)) \
+	  --json client-tests/results.json --md client-tests/RESULTS.md
 
 # Benchmarks (issue 7): fakegate against an nginx baseline in the same run, all scenarios in
 # under 5 minutes. Writes bench/results.json and the table in BENCHMARKS.md; installs wrk, nginx

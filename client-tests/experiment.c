@@ -1,4 +1,5 @@
-/* experiment.c -- E1-E3 of issue 6 against a harness-started fakegate (see experiment.h). */
+/* experiment.c -- E1-E3 of issue 6 against a harness-started fakegate, and the rows all four
+ * experiments share (see experiment.h; E4 is experiment_e4.c). */
 #define _POSIX_C_SOURCE 200809L
 #include "experiment.h"
 
@@ -20,6 +21,7 @@ void ex_options_default(ex_options *o)
     o->e3_before_s = 30;
     o->e3_outage_s = 30;
     o->e3_after_s = 90;
+    o->e4_payments = 300;
 }
 
 static void set_err(char err[EX_ERR_LEN], const char *fmt, ...)
@@ -247,8 +249,29 @@ void ex_print_header(FILE *f)
             "unkres", "resend", "skipped", "gateway", "p50_ms", "p95_ms");
 }
 
+void ex_print_webhook_header(FILE *f)
+{
+    fprintf(f, "%-3s %-14s %-9s %5s %6s %6s %5s %5s %6s %6s %6s %6s %6s %6s %6s %6s\n", "exp",
+            "condition", "consumer", "pays", "events", "recvd", "dups", "drops", "reord", "wrong",
+            "stale", "twice", "never", "missed", "polled", "reads");
+}
+
+static void print_webhook_row(FILE *f, const ex_row *r)
+{
+    const ex_wh_result *w = &r->wh;
+    fprintf(f, "%-3s %-14s %-9s %5ld %6ld %6ld %5ld %5ld %6ld %6ld %6ld %6ld %6ld %6ld %6ld %6ld\n",
+            r->experiment, r->condition, r->policy, w->payments, w->events, w->received,
+            w->duplicates_received, w->dropped, w->reordered, w->wrong_status, w->stale,
+            w->side_effect_twice, w->side_effect_never, w->missed, w->polled, w->read_backs);
+    fflush(f);
+}
+
 void ex_print_row(FILE *f, const ex_row *r)
 {
+    if (strcmp(r->experiment, "E4") == 0) {
+        print_webhook_row(f, r);
+        return;
+    }
     const lg_result *x = &r->res;
     fprintf(f, "%-3s %-13s %-22s %6ld %7ld %6ld %6ld %5ld %5ld %6ld %6ld %6ld %7ld %7ld %8.0f %8.0f\n",
             r->experiment, r->condition, r->policy, x->requests, x->attempts_sent, x->successes,
@@ -513,8 +536,10 @@ int ex_run_e3(const ex_options *o, ex_table *t, char err[EX_ERR_LEN])
         snprintf(row->phase_names[1], sizeof row->phase_names[1], "outage");
         snprintf(row->phase_names[2], sizeof row->phase_names[2], "after");
         ctx.snap[3] = row->gateway_arrivals + ctx.snap[0];
-        for (size_t k = 0; k < 3; k++)
+        for (size_t k = 0; k < 3; k++) {
+            row->phase_start_s[k] = cfg.phase_starts[k];
             row->phase_gateway_arrivals[k] = ctx.snap[k + 1] - ctx.snap[k];
+        }
         t->n++;
     }
     fg_free(s);

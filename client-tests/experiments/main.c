@@ -1,11 +1,13 @@
-/* experiments -- run E1-E3 of issue 6 against build/fakegate and write results.json and
- * RESULTS.md. `make experiments [SCALE=0.1]` runs it; see client-tests/README.md.
+/* experiments -- run E1-E3 of issue 6 and E4 (webhook consumers) against build/fakegate and
+ * write results.json and RESULTS.md. `make experiments [SCALE=0.1] [ONLY=E4]` runs it; see
+ * client-tests/README.md.
  *
- *   experiments [--scale S] [--seed N] [--only E1,E2,E3] [--json PATH] [--md PATH] [--quiet]
- *               [--e1-duration S] [--e2-duration S] [--e3-phases B,O,A]
+ *   experiments [--scale S] [--seed N] [--only E1,E2,E3,E4] [--json PATH] [--md PATH] [--quiet]
+ *               [--e1-duration S] [--e2-duration S] [--e3-phases B,O,A] [--e4-payments N]
  *
- * Every row is printed as it finishes (one row per run). With --only, the files are still
- * written, holding only the experiments that ran. */
+ * Every row is printed as it finishes (one row per run). With --only, the rows the existing
+ * --json file holds for the experiments that did not run are kept: both files are written whole,
+ * the other sections as they were recorded. */
 #define _POSIX_C_SOURCE 200809L
 #include <curl/curl.h>
 #include <jansson.h>
@@ -20,8 +22,9 @@
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: experiments [--scale S] [--seed N] [--only E1,E2,E3] [--json PATH] "
-            "[--md PATH] [--quiet] [--e1-duration S] [--e2-duration S] [--e3-phases B,O,A]\n");
+            "usage: experiments [--scale S] [--seed N] [--only E1,E2,E3,E4] [--json PATH] "
+            "[--md PATH] [--quiet] [--e1-duration S] [--e2-duration S] [--e3-phases B,O,A] "
+            "[--e4-payments N]\n");
 }
 
 int main(int argc, char **argv)
@@ -29,7 +32,7 @@ int main(int argc, char **argv)
     ex_options o;
     ex_options_default(&o);
     o.verbose = true;
-    const char *json_path = NULL, *md_path = NULL, *only = "E1,E2,E3";
+    const char *json_path = NULL, *md_path = NULL, *only = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -60,6 +63,9 @@ int main(int argc, char **argv)
                 return 2;
             }
             i++;
+        } else if (strcmp(a, "--e4-payments") == 0 && v) {
+            o.e4_payments = atoi(v);
+            i++;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage();
             return 0;
@@ -80,14 +86,15 @@ int main(int argc, char **argv)
     rp_timing timing;
     memset(&timing, 0, sizeof timing);
     char err[EX_ERR_LEN];
-    int (*const fns[])(const ex_options *, ex_table *, char[EX_ERR_LEN]) = {ex_run_e1, ex_run_e2,
-                                                                          ex_run_e3};
-    static const char *const names[] = {"E1", "E2", "E3"};
+    int (*const fns[RP_EXPERIMENTS])(const ex_options *, ex_table *, char[EX_ERR_LEN]) = {
+        ex_run_e1, ex_run_e2, ex_run_e3, ex_run_e4};
+    static const char *const names[RP_EXPERIMENTS] = {"E1", "E2", "E3", "E4"};
     int rc = 0;
     printf("fakegate experiments: scale %g, seed %llu\n", o.scale, (unsigned long long)o.seed);
-    ex_print_header(stdout);
-    for (int k = 0; k < 3; k++) {
-        if (!strstr(only, names[k]))
+    if (!only || strstr(only, "E1") || strstr(only, "E2") || strstr(only, "E3"))
+        ex_print_header(stdout); /* E4 prints its own */
+    for (int k = 0; k < RP_EXPERIMENTS; k++) {
+        if (only && !strstr(only, names[k]))
             continue;
         struct timespec a, b;
         clock_gettime(CLOCK_MONOTONIC, &a);
@@ -101,7 +108,11 @@ int main(int argc, char **argv)
         timing.wall_s[k] = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
         printf("# %s took %.1f s\n", names[k], timing.wall_s[k]);
     }
-    if (rc == 0 && json_path && rp_write_json(json_path, &t) != 0) {
+    if (rc == 0 && only && json_path && rp_merge_json(json_path, &t, &timing, err) != 0) {
+        fprintf(stderr, "experiments: --only: %s\n", err);
+        rc = 1;
+    }
+    if (rc == 0 && json_path && rp_write_json(json_path, &t, &timing) != 0) {
         fprintf(stderr, "experiments: cannot write %s\n", json_path);
         rc = 1;
     }

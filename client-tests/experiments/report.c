@@ -1,66 +1,296 @@
-/* report.c -- see report.h. */
+/* report.c -- see report.h. results.json is the record: RESULTS.md is rendered from the rows in
+ * the table, and rp_merge_json reads rows back from results.json losslessly (every key the writer
+ * puts, through the same names), so a section re-rendered from it is the section it was. */
 #define _POSIX_C_SOURCE 200809L
 #include "report.h"
 
 #include <jansson.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int rp_write_json(const char *path, const ex_table *t)
+static const char *const EXPERIMENTS[RP_EXPERIMENTS] = {"E1", "E2", "E3", "E4"};
+
+int rp_experiment_index(const char *experiment)
+{
+    for (int k = 0; k < RP_EXPERIMENTS; k++)
+        if (strcmp(experiment, EXPERIMENTS[k]) == 0)
+            return k;
+    return -1;
+}
+
+/* A number of an ex_row under its results.json key: the reader's map, and the writer's for E4. */
+typedef struct field {
+    const char *key;
+    size_t off;
+    bool is_long;  /* long, else double */
+} field;
+
+#define LONG_FIELD(k, m) {k, offsetof(ex_row, m), true}
+#define REAL_FIELD(k, m) {k, offsetof(ex_row, m), false}
+
+/* E1-E3: the numbers e123_row writes that are stored (failure_rate and the phases' attempts per
+ * request are computed from these; the strings, seed and retry_success_rate are read apart). */
+static const field LOAD_FIELDS[] = {
+    REAL_FIELD("rate_per_s", rate_per_s),
+    REAL_FIELD("duration_s", duration_s),
+    REAL_FIELD("timeout_ms", timeout_ms),
+    LONG_FIELD("requests", res.requests),
+    LONG_FIELD("successes", res.successes),
+    LONG_FIELD("failed", res.failed),
+    LONG_FIELD("failed_cap", res.failed_cap),
+    LONG_FIELD("failed_declined", res.failed_declined),
+    LONG_FIELD("failed_refused", res.failed_refused),
+    LONG_FIELD("failed_breaker", res.failed_breaker),
+    LONG_FIELD("failed_reconciled", res.failed_reconciled),
+    LONG_FIELD("unknown", res.unknown),
+    LONG_FIELD("unknown_resolved", res.unknown_resolved),
+    LONG_FIELD("resends_sent", res.resends_sent),
+    LONG_FIELD("resends_skipped", res.resends_skipped),
+    LONG_FIELD("attempts_sent", res.attempts_sent),
+    LONG_FIELD("gateway_arrivals", gateway_arrivals),
+    REAL_FIELD("p50_confirm_ms", res.p50_ms),
+    REAL_FIELD("p95_confirm_ms", res.p95_ms),
+    LONG_FIELD("requests_with_5xx", res.got_5xx),
+    LONG_FIELD("saved_by_retry", res.saved_5xx),
+    LONG_FIELD("unknown_unresolved", res.unknown_unresolved),
+    LONG_FIELD("resends_no_slot", res.resends_no_slot),
+    LONG_FIELD("timeouts", res.timeouts),
+    LONG_FIELD("conflicts_409", res.conflicts),
+    LONG_FIELD("breaker_opens", res.breaker_opens),
+    LONG_FIELD("breaker_rejected", res.breaker_rejected),
+    REAL_FIELD("wall_s", res.wall_s),
+};
+
+/* E4: every number of ex_wh_result, in this order, under the field's own name. */
+static const field WEBHOOK_FIELDS[] = {
+    LONG_FIELD("payments", wh.payments),
+    LONG_FIELD("partial_cancels", wh.partial_cancels),
+    LONG_FIELD("full_cancels", wh.full_cancels),
+    LONG_FIELD("events", wh.events),
+    LONG_FIELD("duplicates_filed", wh.duplicates_filed),
+    LONG_FIELD("dropped", wh.dropped),
+    LONG_FIELD("received", wh.received),
+    LONG_FIELD("duplicates_received", wh.duplicates_received),
+    LONG_FIELD("reordered", wh.reordered),
+    LONG_FIELD("wrong_status", wh.wrong_status),
+    LONG_FIELD("stale", wh.stale),
+    LONG_FIELD("side_effect_twice", wh.side_effect_twice),
+    LONG_FIELD("side_effect_never", wh.side_effect_never),
+    LONG_FIELD("missed", wh.missed),
+    LONG_FIELD("polled", wh.polled),
+    LONG_FIELD("read_backs", wh.read_backs),
+    LONG_FIELD("duplicates_ignored", wh.duplicates_ignored),
+    REAL_FIELD("wall_s", wh.wall_s),
+};
+
+#define N_FIELDS(a) (sizeof(a) / sizeof(a)[0])
+
+static json_t *e123_row(const ex_row *r, double experiment_wall_s)
+{
+    const lg_result *x = &r->res;
+    json_t *o = json_pack(
+        "{s:s,s:s,s:s,s:s,s:f,s:I,s:f,s:f,s:f,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
+        "s:I,s:I,s:I,s:I,s:f,s:f}",
+        "experiment", r->experiment, "condition", r->condition, "policy", r->policy,
+        "profile", r->profile, "scale", r->scale, "seed", (json_int_t)r->seed,
+        "rate_per_s", r->rate_per_s, "duration_s", r->duration_s, "timeout_ms", r->timeout_ms,
+        "requests", (json_int_t)x->requests, "failure_rate", lg_failure_rate(x),
+        "successes", (json_int_t)x->successes, "failed", (json_int_t)x->failed,
+        "failed_cap", (json_int_t)x->failed_cap, "failed_declined",
+        (json_int_t)x->failed_declined, "failed_refused", (json_int_t)x->failed_refused,
+        "failed_breaker", (json_int_t)x->failed_breaker, "failed_reconciled",
+        (json_int_t)x->failed_reconciled, "unknown", (json_int_t)x->unknown,
+        "unknown_resolved", (json_int_t)x->unknown_resolved, "resends_sent",
+        (json_int_t)x->resends_sent, "resends_skipped", (json_int_t)x->resends_skipped,
+        "attempts_sent", (json_int_t)x->attempts_sent, "gateway_arrivals",
+        (json_int_t)r->gateway_arrivals, "p50_confirm_ms", x->p50_ms, "p95_confirm_ms",
+        x->p95_ms);
+    json_object_set_new(o, "retry_success_rate",
+                        r->retry_success_rate >= 0 ? json_real(r->retry_success_rate)
+                                                   : json_null());
+    json_object_set_new(o, "requests_with_5xx", json_integer(x->got_5xx));
+    json_object_set_new(o, "saved_by_retry", json_integer(x->saved_5xx));
+    json_object_set_new(o, "unknown_unresolved", json_integer(x->unknown_unresolved));
+    json_object_set_new(o, "resends_no_slot", json_integer(x->resends_no_slot));
+    json_object_set_new(o, "timeouts", json_integer(x->timeouts));
+    json_object_set_new(o, "conflicts_409", json_integer(x->conflicts));
+    json_object_set_new(o, "breaker_opens", json_integer(x->breaker_opens));
+    json_object_set_new(o, "breaker_rejected", json_integer(x->breaker_rejected));
+    json_object_set_new(o, "wall_s", json_real(x->wall_s));
+    json_object_set_new(o, "experiment_wall_s", json_real(experiment_wall_s));
+    if (r->n_phases > 0) {
+        json_t *ph = json_array();
+        for (size_t k = 0; k < r->n_phases; k++) {
+            const lg_phase *p = &x->phases[k];
+            json_array_append_new(
+                ph, json_pack("{s:s,s:f,s:I,s:I,s:f,s:I,s:I,s:I,s:I}", "phase",
+                              r->phase_names[k], "start_s", r->phase_start_s[k], "requests",
+                              (json_int_t)p->requests, "attempts_sent",
+                              (json_int_t)p->attempts_sent, "attempts_per_request",
+                              ex_phase_attempts_per_request(r, k), "gateway_arrivals",
+                              (json_int_t)r->phase_gateway_arrivals[k], "successes",
+                              (json_int_t)p->successes, "failed", (json_int_t)p->failed,
+                              "breaker_rejected", (json_int_t)p->breaker_rejected));
+        }
+        json_object_set_new(o, "phases", ph);
+    }
+    return o;
+}
+
+static json_t *e4_row(const ex_row *r, double experiment_wall_s)
+{
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:f,s:I}", "experiment", r->experiment, "condition",
+                          r->condition, "policy", r->policy, "profile", r->profile, "scale",
+                          r->scale, "seed", (json_int_t)r->seed);
+    for (size_t i = 0; i < N_FIELDS(WEBHOOK_FIELDS); i++) {
+        const field *f = &WEBHOOK_FIELDS[i];
+        const char *p = (const char *)r + f->off;
+        json_object_set_new(o, f->key, f->is_long ? json_integer(*(const long *)(const void *)p)
+                                                  : json_real(*(const double *)(const void *)p));
+    }
+    json_object_set_new(o, "experiment_wall_s", json_real(experiment_wall_s));
+    return o;
+}
+
+int rp_write_json(const char *path, const ex_table *t, const rp_timing *timing)
 {
     json_t *arr = json_array();
-    for (size_t i = 0; i < t->n; i++) {
-        const ex_row *r = &t->rows[i];
-        const lg_result *x = &r->res;
-        json_t *o = json_pack(
-            "{s:s,s:s,s:s,s:s,s:f,s:I,s:f,s:f,s:f,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-            "s:I,s:I,s:I,s:I,s:f,s:f}",
-            "experiment", r->experiment, "condition", r->condition, "policy", r->policy,
-            "profile", r->profile, "scale", r->scale, "seed", (json_int_t)r->seed,
-            "rate_per_s", r->rate_per_s, "duration_s", r->duration_s, "timeout_ms", r->timeout_ms,
-            "requests", (json_int_t)x->requests, "failure_rate", lg_failure_rate(x),
-            "successes", (json_int_t)x->successes, "failed", (json_int_t)x->failed,
-            "failed_cap", (json_int_t)x->failed_cap, "failed_declined",
-            (json_int_t)x->failed_declined, "failed_refused", (json_int_t)x->failed_refused,
-            "failed_breaker", (json_int_t)x->failed_breaker, "failed_reconciled",
-            (json_int_t)x->failed_reconciled, "unknown", (json_int_t)x->unknown,
-            "unknown_resolved", (json_int_t)x->unknown_resolved, "resends_sent",
-            (json_int_t)x->resends_sent, "resends_skipped", (json_int_t)x->resends_skipped,
-            "attempts_sent", (json_int_t)x->attempts_sent, "gateway_arrivals",
-            (json_int_t)r->gateway_arrivals, "p50_confirm_ms", x->p50_ms, "p95_confirm_ms",
-            x->p95_ms);
-        json_object_set_new(o, "retry_success_rate",
-                            r->retry_success_rate >= 0 ? json_real(r->retry_success_rate)
-                                                       : json_null());
-        json_object_set_new(o, "requests_with_5xx", json_integer(x->got_5xx));
-        json_object_set_new(o, "saved_by_retry", json_integer(x->saved_5xx));
-        json_object_set_new(o, "unknown_unresolved", json_integer(x->unknown_unresolved));
-        json_object_set_new(o, "resends_no_slot", json_integer(x->resends_no_slot));
-        json_object_set_new(o, "timeouts", json_integer(x->timeouts));
-        json_object_set_new(o, "conflicts_409", json_integer(x->conflicts));
-        json_object_set_new(o, "breaker_opens", json_integer(x->breaker_opens));
-        json_object_set_new(o, "breaker_rejected", json_integer(x->breaker_rejected));
-        json_object_set_new(o, "wall_s", json_real(x->wall_s));
-        if (r->n_phases > 0) {
-            json_t *ph = json_array();
-            for (size_t k = 0; k < r->n_phases; k++) {
-                const lg_phase *p = &x->phases[k];
-                json_array_append_new(
-                    ph, json_pack("{s:s,s:I,s:I,s:f,s:I,s:I,s:I,s:I}", "phase", r->phase_names[k],
-                                  "requests", (json_int_t)p->requests, "attempts_sent",
-                                  (json_int_t)p->attempts_sent, "attempts_per_request",
-                                  ex_phase_attempts_per_request(r, k), "gateway_arrivals",
-                                  (json_int_t)r->phase_gateway_arrivals[k], "successes",
-                                  (json_int_t)p->successes, "failed", (json_int_t)p->failed,
-                                  "breaker_rejected", (json_int_t)p->breaker_rejected));
-            }
-            json_object_set_new(o, "phases", ph);
+    /* experiment by experiment, whatever order they ran or were kept in */
+    for (int k = 0; k < RP_EXPERIMENTS; k++)
+        for (size_t i = 0; i < t->n; i++) {
+            const ex_row *r = &t->rows[i];
+            if (rp_experiment_index(r->experiment) != k)
+                continue;
+            double wall = timing->wall_s[k];
+            json_array_append_new(arr, k == 3 ? e4_row(r, wall) : e123_row(r, wall));
         }
-        json_array_append_new(arr, o);
-    }
     int rc = json_dump_file(arr, path, JSON_INDENT(2) | JSON_ENSURE_ASCII) == 0 ? 0 : -1;
+    json_decref(arr);
+    return rc;
+}
+
+/* ---- reading results.json back (--only) ------------------------------------------------------ */
+
+static void set_err(char err[EX_ERR_LEN], const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void set_err(char err[EX_ERR_LEN], const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, EX_ERR_LEN, fmt, ap);
+    va_end(ap);
+}
+
+static void read_fields(const json_t *o, const field *fields, size_t n, ex_row *r)
+{
+    for (size_t i = 0; i < n; i++) {
+        char *p = (char *)r + fields[i].off;
+        const json_t *v = json_object_get(o, fields[i].key);
+        if (fields[i].is_long)
+            *(long *)(void *)p = (long)json_integer_value(v);
+        else
+            *(double *)(void *)p = json_number_value(v);
+    }
+}
+
+static void read_phases(const json_t *phases, ex_row *r)
+{
+    size_t k;
+    json_t *ph;
+    json_array_foreach(phases, k, ph) {
+        if (k >= LG_MAX_PHASES)
+            break;
+        lg_phase *p = &r->res.phases[k];
+        const char *name = json_string_value(json_object_get(ph, "phase"));
+        snprintf(r->phase_names[k], sizeof r->phase_names[k], "%s", name ? name : "");
+        r->phase_start_s[k] = json_number_value(json_object_get(ph, "start_s"));
+        p->requests = (long)json_integer_value(json_object_get(ph, "requests"));
+        p->attempts_sent = (long)json_integer_value(json_object_get(ph, "attempts_sent"));
+        r->phase_gateway_arrivals[k] =
+            (long)json_integer_value(json_object_get(ph, "gateway_arrivals"));
+        p->successes = (long)json_integer_value(json_object_get(ph, "successes"));
+        p->failed = (long)json_integer_value(json_object_get(ph, "failed"));
+        p->breaker_rejected = (long)json_integer_value(json_object_get(ph, "breaker_rejected"));
+        r->n_phases = k + 1;
+    }
+}
+
+/* One results.json object back into an ex_row. */
+static void read_row(const json_t *o, int k, ex_row *r)
+{
+    memset(r, 0, sizeof *r);
+    static const struct {
+        const char *key;
+        size_t off, size;
+    } strings[] = {
+        {"experiment", offsetof(ex_row, experiment), sizeof r->experiment},
+        {"condition", offsetof(ex_row, condition), sizeof r->condition},
+        {"policy", offsetof(ex_row, policy), sizeof r->policy},
+        {"profile", offsetof(ex_row, profile), sizeof r->profile},
+    };
+    for (size_t i = 0; i < N_FIELDS(strings); i++) {
+        const char *v = json_string_value(json_object_get(o, strings[i].key));
+        snprintf((char *)r + strings[i].off, strings[i].size, "%s", v ? v : "");
+    }
+    r->scale = json_number_value(json_object_get(o, "scale"));
+    r->seed = (uint64_t)json_integer_value(json_object_get(o, "seed"));
+    r->retry_success_rate = -1;
+    if (k == 3) {
+        read_fields(o, WEBHOOK_FIELDS, N_FIELDS(WEBHOOK_FIELDS), r);
+        return;
+    }
+    read_fields(o, LOAD_FIELDS, N_FIELDS(LOAD_FIELDS), r);
+    const json_t *rate = json_object_get(o, "retry_success_rate");
+    if (json_is_number(rate))
+        r->retry_success_rate = json_number_value(rate);
+    /* loadgen.h: unknown_resolved = resolved as charged + failed_reconciled */
+    r->res.unknown_resolved_success = r->res.unknown_resolved - r->res.failed_reconciled;
+    read_phases(json_object_get(o, "phases"), r);
+}
+
+int rp_merge_json(const char *path, ex_table *t, rp_timing *timing, char err[EX_ERR_LEN])
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0; /* nothing recorded yet: nothing to keep */
+    json_error_t je;
+    json_t *arr = json_loadf(f, 0, &je);
+    fclose(f);
+    if (!json_is_array(arr)) {
+        set_err(err, "%s:%d:%d: %s", path, je.line, je.column,
+                arr ? "expected an array of rows" : je.text);
+        json_decref(arr);
+        return -1;
+    }
+    int rc = 0;
+    size_t i;
+    json_t *o;
+    json_array_foreach(arr, i, o) {
+        const char *e = json_string_value(json_object_get(o, "experiment"));
+        int k = e ? rp_experiment_index(e) : -1;
+        if (k < 0 || (timing->ran[k] && !timing->kept[k]))
+            continue; /* unknown, or it ran now: its new rows replace these */
+        const json_t *wall = json_object_get(o, "experiment_wall_s");
+        if (!json_is_number(wall)) {
+            set_err(err, "%s: row %zu (%s) has no experiment_wall_s: run every experiment once",
+                    path, i, e);
+            rc = -1;
+            break;
+        }
+        if (t->n >= EX_MAX_ROWS) {
+            set_err(err, "%s: more than %d rows", path, EX_MAX_ROWS);
+            rc = -1;
+            break;
+        }
+        read_row(o, k, &t->rows[t->n++]);
+        timing->ran[k] = timing->kept[k] = true;
+        timing->wall_s[k] = json_number_value(wall);
+    }
     json_decref(arr);
     return rc;
 }
@@ -280,7 +510,9 @@ static void md_e3(FILE *f, const ex_table *t, const ex_options *o, double wall)
         fprintf(f, "Not run in this invocation.\n\n");
         return;
     }
-    double bs = o->e3_before_s, os = o->e3_outage_s, as = o->e3_after_s;
+    /* the phases as recorded (a section rendered again from results.json has no options) */
+    double bs = a->phase_start_s[1], os = a->phase_start_s[2] - a->phase_start_s[1];
+    double as = a->duration_s - a->phase_start_s[2];
     fprintf(f,
             "Setup: %.0f confirms/s for %.0f s: `normal` for %.0f s, then `outage` for %.0f s, "
             "then `normal` for %.0f s (profile switched with `PUT /__admin/profile` during the "
@@ -337,6 +569,149 @@ static void md_e3(FILE *f, const ex_table *t, const ex_options *o, double wall)
     md_rows(f, t, "E3");
 }
 
+static void md_e4_rows(FILE *f, const ex_table *t)
+{
+    fprintf(f, "| condition | consumer | payments (partial / full cancels) | events filed | "
+               "duplicated / dropped | received (repeated ids) | DONE after cancel | "
+               "wrong status (stale) | side effect twice / never | missed | polled | "
+               "read-backs | duplicates ignored |\n");
+    fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (size_t i = 0; i < t->n; i++) {
+        const ex_row *r = &t->rows[i];
+        const ex_wh_result *w = &r->wh;
+        if (strcmp(r->experiment, "E4") != 0)
+            continue;
+        fprintf(f,
+                "| %s | %s | %ld (%ld / %ld) | %ld | %ld / %ld | %ld (%ld) | %ld | %ld (%ld) | "
+                "%ld / %ld | %ld | %ld | %ld | %ld |\n",
+                r->condition, r->policy, w->payments, w->partial_cancels, w->full_cancels,
+                w->events, w->duplicates_filed, w->dropped, w->received, w->duplicates_received,
+                w->reordered, w->wrong_status, w->stale, w->side_effect_twice,
+                w->side_effect_never, w->missed, w->polled, w->read_backs,
+                w->duplicates_ignored);
+    }
+    fprintf(f, "\n");
+}
+
+static void md_e4(FILE *f, const ex_table *t, const ex_options *o, double wall)
+{
+    const ex_row *nf = ex_find(t, "E4", "webhook-faults", "naive");
+    const ex_row *rf = ex_find(t, "E4", "webhook-faults", "reference");
+    const ex_row *nc = ex_find(t, "E4", "no-faults", "naive");
+    const ex_row *rc = ex_find(t, "E4", "no-faults", "reference");
+    fprintf(f, "## E4 — webhooks: naive vs reference receiver under duplicate and delay\n\n");
+    if (!nf || !rf || !nc || !rc) {
+        fprintf(f, "Not run in this invocation.\n\n");
+        return;
+    }
+    const ex_wh_result *w = &nf->wh;
+    fprintf(f,
+            "Not a published experiment: ours, for the field report's lesson that a result "
+            "arrives later, under the gateway's identifiers, and not necessarily once or in "
+            "order (docs/webhooks.md §6.1, §6.3).\n\n");
+    fprintf(f,
+            "Setup: per run %ld payments of 15 000 KRW, confirmed one after another; every "
+            "third is kept, every third partly canceled (5 000) and every third fully canceled, "
+            "each cancel 40–150 ms (model) after its confirm — inside the webhook delay window, "
+            "so a payment's `DONE` and its cancel's event can arrive in either order. One "
+            "receiver (client-tests/receiver.c, answering 200 to everything) is fakegate's "
+            "`--webhook-url`. Run `webhook-faults`: %s. Run `no-faults` (the control): %s, the "
+            "same payments and gaps. After the payments the runner polls `GET "
+            "/__admin/webhooks/deliveries` until every event is filed and none is pending, then "
+            "feeds what the receiver got, in arrival order, to both consumers, and judges each "
+            "table against the ledger (`GET /__admin/payments`). fakegate `--seed %llu` (drop, "
+            "duplicate and delay are drawn per paymentKey and event), time scale %g. Took %.0f "
+            "s.\n\n",
+            w->payments, nf->profile, nc->profile, (unsigned long long)o->seed, o->scale, wall);
+    fprintf(f,
+            "What arrived in `webhook-faults`: %ld events filed (one per transition: %ld `DONE`, "
+            "%ld `PARTIAL_CANCELED`, %ld `CANCELED`), %ld dropped, %ld duplicated; the receiver "
+            "got %ld deliveries, %ld of them with a transmission id it already had; %ld payments "
+            "had a `DONE` arrive after their cancel's event.\n\n",
+            w->events, w->payments, w->partial_cancels, w->full_cancels, w->dropped,
+            w->duplicates_filed, w->received, w->duplicates_received, w->reordered);
+    fprintf(f,
+            "- **naive**: keyed on orderId; the status is the body's `data.status` of the last "
+            "delivery to arrive; every `DONE` delivery runs the approval's side effect (ship the "
+            "order, credit the points).\n"
+            "- **reference** (`client-tests/reconcile.c`, as client-tests/README.md recommends): "
+            "a transmission id already handled is acknowledged and ignored; keyed on paymentKey; "
+            "on a new event it reads the payment back (`GET /v1/payments/{paymentKey}`) and "
+            "stores what the read says; the side effect runs once per paymentKey, when a read "
+            "first shows the payment approved (`DONE`, `PARTIAL_CANCELED`, or `CANCELED` with an "
+            "`approvedAt`); at the end it polls every payment of its order list that no webhook "
+            "named.\n\n");
+    fprintf(f, "| figure (of %ld payments) | naive | reference | naive, no faults | reference, "
+               "no faults | why |\n|---|---:|---:|---:|---:|---|\n",
+            w->payments);
+    fprintf(f,
+            "| wrong final status (table ≠ ledger) | %ld | %ld | %ld | %ld | Every naive error "
+            "is a canceled payment still `DONE`: %ld because a `DONE` arrived after the cancel "
+            "(next row), the other %ld because their cancel's event was dropped, so the last "
+            "word they heard was `DONE`. The reference never takes a status from a body; "
+            "its reads here come after the run settled, so each is the payment's final state "
+            "(see the note below). |\n",
+            nf->wh.wrong_status, rf->wh.wrong_status, nc->wh.wrong_status, rc->wh.wrong_status,
+            nf->wh.stale, nf->wh.wrong_status - nf->wh.stale);
+    fprintf(f,
+            "| … stale after reordering (a `DONE` that arrived after the cancel) | %ld | %ld | "
+            "%ld | %ld | %ld payments had a `DONE` arrive after their cancel: the `DONE`'s delay "
+            "(0–%g ms) exceeded the 40–150 ms gap plus the cancel event's own delay, or a "
+            "duplicate `DONE` came up to %g ms later still. Without faults every event leaves at "
+            "once, in the order the payments changed. |\n",
+            nf->wh.stale, rf->wh.stale, nc->wh.stale, rc->wh.stale, w->reordered, 400.0, 300.0);
+    fprintf(f,
+            "| side effect run twice | %ld | %ld | %ld | %ld | The naive consumer runs it per "
+            "`DONE` *delivery*: every duplicated `DONE` ran it again. The reference ignored %ld "
+            "deliveries by transmission id, and runs it once per paymentKey in any case. |\n",
+            nf->wh.side_effect_twice, rf->wh.side_effect_twice, nc->wh.side_effect_twice,
+            rc->wh.side_effect_twice, rf->wh.duplicates_ignored);
+    fprintf(f,
+            "| approved, side effect never run | %ld | %ld | %ld | %ld | Every payment here was "
+            "approved. The naive consumer acts only on a `DONE` body, so a dropped `DONE` is a "
+            "sale it never counts, even when the cancel's event arrives; the reference acts on "
+            "what a read says, whichever event (or the reconciler) caused the read. |\n",
+            nf->wh.side_effect_never, rf->wh.side_effect_never, nc->wh.side_effect_never,
+            rc->wh.side_effect_never);
+    fprintf(f,
+            "| missed (never heard of, not polled) | %ld | %ld | %ld | %ld | Every event of "
+            "those payments was dropped (a kept payment has only its `DONE`: 1 in 20). The "
+            "reference's reconciler polled the %ld payments no webhook named. |\n",
+            nf->wh.missed, rf->wh.missed, nc->wh.missed, rc->wh.missed, rf->wh.polled);
+    fprintf(f,
+            "| reads of the gateway | 0 | %ld | 0 | %ld | The reference's price: one read per "
+            "new event plus one per payment no webhook named. |\n\n",
+            rf->wh.read_backs, rc->wh.read_backs);
+    fprintf(f,
+            "- **Keys.** Here each orderId has exactly one payment (fakegate refuses a second "
+            "paymentKey for an orderId: `DUPLICATED_ORDER_ID`), so keying on orderId costs the "
+            "naive consumer nothing by itself: every error above comes from trusting the body "
+            "and the arrival order. The reference keys on paymentKey because it names the "
+            "payment for its whole life and every webhook's `data` carries it "
+            "(docs/webhooks.md §6.1).\n"
+            "- **When the reads happen.** Both consumers run after the deliveries settled, so "
+            "the reference's read-backs see final states. A receiver that reads as events "
+            "arrive is one step behind when a later event of the same payment is dropped (a "
+            "`DONE` read before the cancel, whose event never comes): polling only the payments "
+            "no webhook named does not catch that; a reconciler that also re-reads payments "
+            "whose last read was not final, for as long as they can still change, does.\n\n");
+    md_e4_rows(f, t);
+}
+
+/* The options a section was run with: the current ones, with the scale and seed its rows
+ * recorded (a section kept from results.json ran with its own). */
+static ex_options section_options(const ex_table *t, const ex_options *o, const char *experiment)
+{
+    ex_options eo = *o;
+    for (size_t i = 0; i < t->n; i++)
+        if (strcmp(t->rows[i].experiment, experiment) == 0) {
+            eo.scale = t->rows[i].scale;
+            eo.seed = t->rows[i].seed;
+            break;
+        }
+    return eo;
+}
+
 int rp_write_markdown(const char *path, const ex_table *t, const ex_options *o,
                       const rp_timing *timing)
 {
@@ -344,16 +719,45 @@ int rp_write_markdown(const char *path, const ex_table *t, const ex_options *o,
     if (!f)
         return -1;
     double total = 0;
-    for (int k = 0; k < 3; k++)
+    bool kept = false, uniform = true;
+    char only[32] = "";
+    ex_options eo[RP_EXPERIMENTS];
+    for (int k = 0; k < RP_EXPERIMENTS; k++) {
+        eo[k] = section_options(t, o, EXPERIMENTS[k]);
+        if (!timing->ran[k])
+            continue;
         total += timing->wall_s[k];
-    fprintf(f, "# Published retry experiments reproduced against fakegate\n\n");
+        kept = kept || timing->kept[k];
+        uniform = uniform && eo[k].scale == o->scale && eo[k].seed == o->seed;
+        if (!timing->kept[k])
+            snprintf(only + strlen(only), sizeof only - strlen(only), "%s%s", only[0] ? "," : "",
+                     EXPERIMENTS[k]);
+    }
+    char runs[160];
+    if (uniform)
+        snprintf(runs, sizeof runs, "time scale %g, seed %llu", o->scale,
+                 (unsigned long long)o->seed);
+    else
+        snprintf(runs, sizeof runs, "each section says its time scale and seed");
+    fprintf(f, "# Experiments against fakegate: published retry figures (E1–E3), webhook "
+               "consumers (E4)\n\n");
     fprintf(f,
-            "Generated by `make experiments SCALE=%g` (client-tests/experiments/, with the "
-            "client library in client-tests/retry.c, loadgen.c and experiment.c); raw rows in "
-            "`client-tests/results.json`. This run: time scale %g, seed %llu, %.0f s in all. "
-            "The published figures are the field reports' (issue 6). Counts do not depend on "
-            "the scale; latencies are reported in model time (real ÷ scale).\n\n",
-            o->scale, o->scale, (unsigned long long)o->seed, total);
+            "Generated by `make experiments SCALE=%g%s%s` (client-tests/experiments/, with the "
+            "client library in client-tests/retry.c, loadgen.c, experiment.c, experiment_e4.c "
+            "and reconcile.c); raw rows in `client-tests/results.json`. ",
+            o->scale, kept && only[0] ? " ONLY=" : "", kept ? only : "");
+    if (kept && only[0])
+        fprintf(f,
+                "That ran only %s; the other sections are rendered again from the rows "
+                "results.json recorded for them. ",
+                only);
+    else if (kept)
+        fprintf(f, "Every section is rendered again from the rows results.json recorded. ");
+    fprintf(f,
+            "%s: %s, %.0f s in all. The published figures are the field reports' (issue 6); E4 "
+            "has none. Counts do not depend on the scale; latencies are reported in model time "
+            "(real ÷ scale).\n\n",
+            kept ? "These runs" : "This run", runs, total);
     fprintf(f,
             "**Time scale.** `--scale S` multiplies every duration: arrival gaps, timeouts, "
             "backoff, the breaker's window and open time, settle time, profile switch times, and "
@@ -362,23 +766,26 @@ int rp_write_markdown(const char *path, const ex_table *t, const ex_options *o,
             "users get). At S ≠ 1 the runner reads the shipped file and PUTs a copy in which "
             "every `ms`, `*_ms` and `*_s` value is multiplied by S (and `rate_per_s` divided): "
             "`dawn-peak`'s 1 s window becomes an S s window (it sends no Retry-After, so "
-            "fakegate accepts any period). Scale 1 takes about 14 minutes (E1 ≈ 405 s, E2 ≈ "
-            "125 s, E3 ≈ 305 s); `SCALE=0.1` about 1 min 30 s; `make test` runs "
-            "all three at 0.25 with shorter runs (≈ 70 s).\n\n");
+            "fakegate accepts any period); E4 scales its profile the same way, and the gap "
+            "between a confirm and its cancel. Scale 1 takes about 15 minutes (E1 ≈ 405 s, "
+            "E2 ≈ 125 s, E3 ≈ 305 s, E4 ≈ 40 s); `SCALE=0.1` about 1 min 30 s; `make "
+            "test` runs E1–E3 at 0.25 with shorter runs and E4 at 0.5 (≈ 80 s in all). "
+            "`ONLY=E4` (`--only E4`) runs just that one and keeps the other experiments' rows "
+            "from results.json.\n\n");
     fprintf(f,
-            "**Client.** One libcurl multi loop: open-loop arrivals evenly spaced; one orderId, "
-            "paymentKey and Idempotency-Key per payment, reused by every resend; a new TCP "
-            "connection per attempt (libcurl silently resends a request whose reused keep-alive "
-            "connection is reset before answering, which would add gateway arrivals no policy "
-            "decided). Gateway calls are counted twice: by the client (attempts sent) and by "
-            "fakegate (`GET /metrics`: `fakegate_requests_total` + `fakegate_in_flight` for "
-            "route `confirm`, minus what was still in flight from the previous run).\n\n");
+            "**Client (E1–E3).** One libcurl multi loop: open-loop arrivals evenly spaced; one "
+            "orderId, paymentKey and Idempotency-Key per payment, reused by every resend; a new "
+            "TCP connection per attempt (libcurl silently resends a request whose reused "
+            "keep-alive connection is reset before answering, which would add gateway arrivals "
+            "no policy decided). Gateway calls are counted twice: by the client (attempts sent) "
+            "and by fakegate (`GET /metrics`: `fakegate_requests_total` + `fakegate_in_flight` "
+            "for route `confirm`, minus what was still in flight from the previous run).\n\n");
     if (timing->ran[0])
-        md_e1(f, t, o, timing->wall_s[0]);
+        md_e1(f, t, &eo[0], timing->wall_s[0]);
     if (timing->ran[1])
-        md_e2(f, t, o, timing->wall_s[1]);
+        md_e2(f, t, &eo[1], timing->wall_s[1]);
     if (timing->ran[2])
-        md_e3(f, t, o, timing->wall_s[2]);
+        md_e3(f, t, &eo[2], timing->wall_s[2]);
     fprintf(f,
             "## Notes on the profiles\n\n"
             "- `dawn-peak` is the field report's literal setup: a `window` throttle of period "
@@ -389,5 +796,9 @@ int rp_write_markdown(const char *path, const ex_table *t, const ex_options *o,
             "- `slow` queues resends like first attempts (`queue_latency` comes before the "
             "idempotency claim), which is why a resend costs a slot for as long as a first "
             "attempt (E1's slow gateway-call row).\n");
+    if (timing->ran[3]) {
+        fprintf(f, "\n");
+        md_e4(f, t, &eo[3], timing->wall_s[3]);
+    }
     return fclose(f) == 0 ? 0 : -1;
 }

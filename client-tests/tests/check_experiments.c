@@ -1,11 +1,15 @@
 /* check_experiments.c -- the published experiments of issue 6, scaled down (time scale 0.25,
  * shorter runs, fixed seeds), against a fakegate started by the harness with the shipped
- * profiles. Asserts only directions on counts and rates, with wide margins, never times:
+ * profiles, and E4 (webhook consumers) at time scale 0.5. Asserts only directions on counts and
+ * rates, with wide margins, never times:
  *   E1  resend lowers lossy failures several-fold and raises slow failures; the budget keeps both
  *       near their better policy and skips resends only when slow;
  *   E2  on the shipped dawn-peak (503 for 0.6 s of every 1 s), jittered backoff saves clearly
  *       more 5xx'd requests than fixed 1 s retries, which alias with the period;
- *   E3  immediate retries multiply gateway arrivals during an outage, backoff + breaker do not.
+ *   E3  immediate retries multiply gateway arrivals during an outage, backoff + breaker do not;
+ *   E4  under duplicated, delayed and dropped webhooks the reference consumer's table matches
+ *       the ledger with every side effect run once, while the naive one runs some twice and
+ *       keeps wrong statuses; without webhook faults both are right.
  * Skipped under SANITIZE=1 (timing under ASan says nothing about the mechanism). The full-size
  * runs are `make experiments` (client-tests/RESULTS.md). */
 #define _POSIX_C_SOURCE 200809L
@@ -168,6 +172,55 @@ START_TEST(test_e3_retry_storm_vs_backoff_and_breaker)
 }
 END_TEST
 
+/* E4's cancels follow their confirm by 40-150 ms (model): at 0.5 that is at least 20 ms, time
+ * enough for an undelayed DONE to arrive first on a busy machine (the control's claim). */
+#define E4_SCALE 0.5
+
+START_TEST(test_e4_reference_consumer_survives_duplicated_delayed_dropped_webhooks)
+{
+    ex_options o;
+    options(&o);
+    o.scale = E4_SCALE;
+    o.e4_payments = 300; /* ~60 duplicated DONEs, ~60 crossings, ~25 drops: never near 0 */
+    static ex_table t;
+    char err[EX_ERR_LEN];
+    ck_assert_msg(ex_run_e4(&o, &t, err) == 0, "E4: %s", err);
+    printf("E4 (scale %g, seed %d)\n", E4_SCALE, SEED);
+    ex_print_webhook_header(stdout);
+    for (size_t i = 0; i < t.n; i++)
+        ex_print_row(stdout, &t.rows[i]);
+    const ex_wh_result *nf = &row(&t, "E4", "webhook-faults", "naive")->wh;
+    const ex_wh_result *rf = &row(&t, "E4", "webhook-faults", "reference")->wh;
+    /* the profile did disturb the deliveries */
+    ck_assert_msg(nf->duplicates_received > 0 && nf->dropped > 0 && nf->reordered > 0,
+                  "duplicates %ld, dropped %ld, DONE after cancel %ld", nf->duplicates_received,
+                  nf->dropped, nf->reordered);
+    ck_assert_int_eq(nf->received, nf->events - nf->dropped + nf->duplicates_filed);
+    /* the reference: dedupe, read back, reconcile */
+    ck_assert_msg(rf->wrong_status == 0 && rf->side_effect_twice == 0 &&
+                      rf->side_effect_never == 0 && rf->missed == 0,
+                  "reference: wrong %ld, twice %ld, never %ld, missed %ld", rf->wrong_status,
+                  rf->side_effect_twice, rf->side_effect_never, rf->missed);
+    ck_assert_int_eq(rf->duplicates_ignored, rf->duplicates_received);
+    ck_assert_int_eq(rf->polled, nf->missed); /* it polled exactly what the naive one lost */
+    /* the naive one: duplicates run the side effect twice, late DONEs and drops leave it wrong */
+    ck_assert_msg(nf->side_effect_twice > 0, "naive: no side effect ran twice");
+    ck_assert_msg(nf->wrong_status > 0 && nf->stale > 0, "naive: wrong %ld, stale %ld",
+                  nf->wrong_status, nf->stale);
+    /* without webhook faults both are right */
+    for (int c = 0; c < 2; c++) {
+        const ex_wh_result *w = &row(&t, "E4", "no-faults", c ? "reference" : "naive")->wh;
+        ck_assert_msg(w->received == w->events && w->wrong_status == 0 && w->stale == 0 &&
+                          w->side_effect_twice == 0 && w->side_effect_never == 0 &&
+                          w->missed == 0,
+                      "no-faults %s: received %ld of %ld, wrong %ld, stale %ld, twice %ld, "
+                      "never %ld, missed %ld",
+                      c ? "reference" : "naive", w->received, w->events, w->wrong_status,
+                      w->stale, w->side_effect_twice, w->side_effect_never, w->missed);
+    }
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *su = suite_create("blackbox_experiments");
@@ -180,6 +233,7 @@ Suite *make_suite(void)
         tcase_add_test(tc, test_e1_resend_vs_lossy_and_saturated);
         tcase_add_test(tc, test_e2_jitter_vs_fixed_intervals_against_periodic_throttling);
         tcase_add_test(tc, test_e3_retry_storm_vs_backoff_and_breaker);
+        tcase_add_test(tc, test_e4_reference_consumer_survives_duplicated_delayed_dropped_webhooks);
     }
     suite_add_tcase(su, tc);
     return su;

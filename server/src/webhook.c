@@ -637,6 +637,9 @@ static void start_attempt(struct webhooks *w, struct delivery *d, bool resend)
     curl_easy_setopt(c, CURLOPT_PROXY, "");            /* never an environment's proxy */
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);   /* a redirect fails the attempt */
+    /* One attempt, one request: on a reused keep-alive connection that the receiver resets
+     * before answering, libcurl would resend the request by itself on a new one. */
+    curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)ATTEMPT_TIMEOUT_MS);
     curl_easy_setopt(c, CURLOPT_POST, 1L);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, d->ev->body);
