@@ -16,7 +16,9 @@
 #include "common.h"
 #include "webhook.h"
 
-/* The largest clock step one call takes: 100 years, in seconds. */
+/* The farthest the gateway clock goes ahead of the wall clock, in all: 100 years, in seconds.
+ * Beyond year 9999 the timestamps lose their yyyy form, and the offset must never wrap. Two
+ * concurrent steps may overshoot it by one step at most. */
 #define MAX_ADVANCE_S 3155760000.0
 
 static enum handler_result invalid(struct request *r, const char *message)
@@ -220,6 +222,7 @@ enum handler_result admin_clock(struct gateway *g, struct request *r)
     const char *bad = unknown_key(v, known);
     json_t *adv = json_object_get(v, "advance_s");
     double s = json_is_number(adv) ? json_number_value(adv) : -1;
+    double ahead_s = (double)atomic_load(&g->clock_offset_us) / 1e6;
     char msg[ERR_LEN] = "";
     if (bad)
         snprintf(msg, sizeof msg, "unknown key \"%.60s\"; expected {\"advance_s\": N}", bad);
@@ -229,6 +232,10 @@ enum handler_result admin_clock(struct gateway *g, struct request *r)
     else if (!json_is_number(adv) || !isfinite(s) || s < 0 || s > MAX_ADVANCE_S)
         snprintf(msg, sizeof msg, "advance_s: expected a number of seconds in 0 ... %.0f (the "
                  "clock only moves forward; POST /__admin/reset sets it back)", MAX_ADVANCE_S);
+    else if (s + ahead_s > MAX_ADVANCE_S)
+        snprintf(msg, sizeof msg, "advance_s: the gateway clock is already %.6f s ahead and "
+                 "goes at most %.0f s (100 years) ahead in all; POST /__admin/reset sets it back",
+                 ahead_s, MAX_ADVANCE_S);
     json_decref(v);
     if (msg[0])
         return invalid(r, msg);

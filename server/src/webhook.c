@@ -891,6 +891,11 @@ int webhook_url_check(const char *url, char err[ERR_LEN])
         snprintf(err, ERR_LEN, "'%.200s': a receiver is http://host[:port]/path (scheme %s%s%s "
                  "is not supported)", url, scheme ? "\"" : "", scheme ? scheme : "none",
                  scheme ? "\"" : "");
+    } else if (strncmp(url + 4, "://", 3) != 0 || url[7] == '/') {
+        /* After the scheme (url[0..3], "http" in some case) libcurl reads "http:/h/p" and
+         * "http:///h/p" as http://h/p: not what was written */
+        snprintf(err, ERR_LEN, "'%.200s': a receiver is http://host[:port]/path (two slashes, "
+                 "then the host)", url);
     } else if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || host[0] == '\0') {
         snprintf(err, ERR_LEN, "'%.200s': a receiver URL needs a host", url);
     } else if (curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK) {
