@@ -1043,7 +1043,8 @@ END_TEST
 START_TEST(test_bad_webhook_url_flag_exits_2_naming_it)
 {
     const char *urls[] = {"ftp://x", "https://x", "http://user:pw@h/", "not a url",
-                          "http:/127.0.0.1:1/one-slash", "http:///three-slashes", "http://h/#f"};
+                          "http:/127.0.0.1:1/one-slash", "http:///three-slashes", "http://h/#f",
+                          "http://127.0.0.1:0/port-zero"};
     for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
         const char *args[] = {"--port", "0", "--webhook-url", urls[i], NULL};
         fg_run_result rr;

@@ -63,8 +63,9 @@ enum handler_result admin_deliveries(struct gateway *g, struct request *r);
 enum handler_result admin_delivery_resend(struct gateway *g, struct request *r);
 
 /* GET /__admin/clock: {"now": "yyyy-MM-ddTHH:mm:ss+09:00", "offset_s": N}. POST {"advance_s":
- * N} (seconds, 0 ... 3155760000, fractions to the µs) moves it forward (gateway_clock_advance)
- * and answers like GET; anything else → 400 INVALID_REQUEST. Thread: worker. */
+ * N} (seconds >= 0, fractions to the µs; at most 100 years ahead in all) moves it forward
+ * (gateway_clock_advance) and answers like GET; anything else → 400 INVALID_REQUEST. Thread:
+ * worker. */
 enum handler_result admin_clock(struct gateway *g, struct request *r);
 
 #endif

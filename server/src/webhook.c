@@ -876,7 +876,7 @@ int webhook_url_check(const char *url, char err[ERR_LEN])
         return -1;
     }
     CURLU *u = curl_url();
-    char *scheme = NULL, *host = NULL, *user = NULL, *frag = NULL;
+    char *scheme = NULL, *host = NULL, *user = NULL, *frag = NULL, *port = NULL;
     int rc = -1;
     if (!u) {
         snprintf(err, ERR_LEN, "out of memory");
@@ -898,6 +898,8 @@ int webhook_url_check(const char *url, char err[ERR_LEN])
                  "then the host)", url);
     } else if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || host[0] == '\0') {
         snprintf(err, ERR_LEN, "'%.200s': a receiver URL needs a host", url);
+    } else if (curl_url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK && strcmp(port, "0") == 0) {
+        snprintf(err, ERR_LEN, "'%.200s': port 0 is no receiver's port", url);
     } else if (curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK) {
         snprintf(err, ERR_LEN, "'%.200s': a receiver URL takes no user name or password", url);
     } else if (curl_url_get(u, CURLUPART_FRAGMENT, &frag, 0) == CURLUE_OK) {
@@ -909,6 +911,7 @@ int webhook_url_check(const char *url, char err[ERR_LEN])
     curl_free(host);
     curl_free(user);
     curl_free(frag);
+    curl_free(port);
     curl_url_cleanup(u);
     return rc;
 }
@@ -988,8 +991,8 @@ void webhooks_stop(struct webhooks *w)
     wake(w);
     pthread_join(w->thread, NULL);
     if (w->n_pending > 0 && !w->quiet)
-        fprintf(stderr, "fakegate: %zu webhook deliveries pending at exit: abandoned\n",
-                w->n_pending);
+        fprintf(stderr, "fakegate: %zu webhook deliver%s pending at exit: abandoned\n",
+                w->n_pending, w->n_pending == 1 ? "y" : "ies");
     for (size_t i = 0; i < w->n_orphans; i++) {
         end_transfer(w, w->orphans[i]);
         delivery_free(w->orphans[i]);
