@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "common.h"
 #include "render.h"
+#include "admit.h"
 #include "report.h"
 #include "webhook.h"
 
@@ -50,6 +51,39 @@ enum handler_result admin_health(struct gateway *gw, struct request *r)
     return H_RESPOND;
 }
 
+bool admin_tenant(struct gateway *g, struct request *r, bool create, struct tenant **t)
+{
+    *t = NULL;
+    char msg[200];
+    if (r->ovr_twice && strcmp(r->ovr_twice, "X-Fakegate-Tenant") == 0) {
+        request_error(r, "INVALID_REQUEST", "X-Fakegate-Tenant: sent twice; send it once");
+        r->obs.outcome = OUT_INVALID;
+        return false;
+    }
+    if (!r->ovr_tenant)
+        return true;
+    if (!admit_key_accepted(g->cfg, r->ovr_tenant)) {
+        snprintf(msg, sizeof msg, "X-Fakegate-Tenant: '%.80s' is not a secret key this server "
+                 "accepts (--secret-key, or any test_sk_/test_gsk_ key)", r->ovr_tenant);
+        request_error(r, "INVALID_REQUEST", msg);
+        r->obs.outcome = OUT_INVALID;
+        return false;
+    }
+    bool full = false;
+    *t = gateway_tenant(g, r->ovr_tenant, create, &full);
+    if (*t)
+        return true;
+    if (full)
+        snprintf(msg, sizeof msg, "X-Fakegate-Tenant: more than %zu tenants (--max-tenants)",
+                 g->max_tenants);
+    else
+        snprintf(msg, sizeof msg, "X-Fakegate-Tenant: no tenant '%.80s' yet (its first request, "
+                 "or a PUT or reset naming it, creates it)", r->ovr_tenant);
+    request_error(r, full ? "SERVICE_UNAVAILABLE" : "NOT_FOUND", msg);
+    r->obs.outcome = OUT_INVALID;
+    return false;
+}
+
 static void admin_entry(struct buf *b, const struct store *s, const char *mid,
                         const struct payment *p)
 {
@@ -65,27 +99,33 @@ static void admin_entry(struct buf *b, const struct store *s, const char *mid,
     }
     buf_adds(b, "],\"charges\":");
     buf_add_i64(b, p->charges);
+    buf_adds(b, ",\"tenant\":");
+    const char *key = tenant_key(s->owner);
+    if (key)
+        buf_add_json_strz(b, key);
+    else
+        buf_adds(b, "null");
     buf_addc(b, '}');
 }
 
 struct listing {
     const char *order_id;          /* NULL: every payment */
     struct buf *b;
+    bool first;
 };
 
 static int list_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
 {
     (void)r;
-    const struct listing *l = arg;
-    bool first = true;
+    struct listing *l = arg;
     for (size_t i = 0; i < store_payment_count(s); i++) {
         struct payment *p = store_payment_at(s, i);
-        gateway_expire(g, p); /* an expiry seen first here is a transition too */
+        gateway_expire(g, s, p); /* an expiry seen first here is a transition too */
         if (l->order_id && strcmp(p->order_id, l->order_id) != 0)
             continue;
-        if (!first)
+        if (!l->first)
             buf_addc(l->b, ',');
-        first = false;
+        l->first = false;
         admin_entry(l->b, s, g->cfg->mid, p);
     }
     return 0;
@@ -93,12 +133,17 @@ static int list_locked(struct gateway *g, struct store *s, struct request *r, vo
 
 enum handler_result admin_payments(struct gateway *g, struct request *r)
 {
+    struct tenant *only;
+    if (!admin_tenant(g, r, false, &only))
+        return H_RESPOND;
     struct buf b;
     buf_init(&b);
     buf_adds(&b, "{\"payments\":[");
     char *order_id = request_query(r, "orderId");
-    struct listing l = {order_id, &b};
-    gateway_txn(g, NULL, list_locked, &l);
+    struct listing l = {order_id, &b, true};
+    for (struct tenant *t = only ? only : gateway_tenant_next(g, NULL); t;
+         t = only ? NULL : gateway_tenant_next(g, t))
+        gateway_tenant_txn(g, t, list_locked, &l);
     free(order_id);
     buf_adds(&b, "]}");
     if (b.oom) {
@@ -157,13 +202,23 @@ static void describe_applied(const struct applied *a, void *ctx)
     buf_addc(b, '}');
 }
 
-enum handler_result admin_get_profile(struct gateway *g, struct request *r)
+/* GET /__admin/profile's answer for tenant t (NULL: the server). */
+static enum handler_result describe(struct gateway *g, struct request *r, struct tenant *t)
 {
     struct buf b;
     buf_init(&b);
     struct describing d = {g, &b};
-    gateway_with_applied(g, describe_applied, &d);
+    if (t)
+        gateway_with_tenant_applied(g, t, describe_applied, &d);
+    else
+        gateway_with_applied(g, describe_applied, &d);
     return respond_buf(r, 200, &b);
+}
+
+enum handler_result admin_get_profile(struct gateway *g, struct request *r)
+{
+    struct tenant *t;
+    return admin_tenant(g, r, false, &t) ? describe(g, r, t) : H_RESPOND;
 }
 
 /* Parse a profile from JSON text: {"name": "x"} alone names a shipped or --profiles-dir
@@ -196,18 +251,24 @@ static struct profile *profile_from(struct gateway *g, struct request *r, const 
 
 enum handler_result admin_put_profile(struct gateway *g, struct request *r)
 {
+    struct tenant *t;
+    if (!admin_tenant(g, r, true, &t))
+        return H_RESPOND;
     struct profile *p = profile_from(g, r, r->body.data ? r->body.data : "", r->body.len);
     if (!p)
         return H_RESPOND;
-    if (gateway_apply(g, p) != 0) {
+    if ((t ? gateway_apply_tenant(g, t, p) : gateway_apply(g, p)) != 0) {
         request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
         return H_RESPOND;
     }
-    return admin_get_profile(g, r);
+    return describe(g, r, t);
 }
 
 enum handler_result admin_reset(struct gateway *g, struct request *r)
 {
+    struct tenant *t;
+    if (!admin_tenant(g, r, true, &t))
+        return H_RESPOND;
     /* Optional body {"profile": NAME | {...}}: apply it after the reset. */
     struct profile *p = NULL;
     if (r->body.len > 0) {
@@ -237,16 +298,22 @@ enum handler_result admin_reset(struct gateway *g, struct request *r)
         }
         json_decref(v);
     }
-    gateway_reset(g, p);
+    if (t)
+        gateway_reset_tenant(g, t, p);
+    else
+        gateway_reset(g, p);
     if (g->webhooks)
-        webhooks_reset(g->webhooks);
-    return admin_get_profile(g, r);
+        webhooks_reset(g->webhooks, t);
+    return describe(g, r, t);
 }
 
 #define MAX_FILTERS 16 /* more parameters than there are filters: one is repeated */
 
 enum handler_result admin_requests(struct gateway *g, struct request *r)
 {
+    struct tenant *t;
+    if (!admin_tenant(g, r, false, &t))
+        return H_RESPOND;
     struct journal_filter f = {.route = -1, .status = -1, .outcome = -1};
     char *values[MAX_FILTERS];
     size_t n_values = 0;
@@ -272,6 +339,12 @@ enum handler_result admin_requests(struct gateway *g, struct request *r)
         request_error(r, "INVALID_REQUEST", err);
         h = H_RESPOND;
     } else {
+        if (t) { /* its entries only, and none from before its last reset */
+            f.tenant = tenant_key(t);
+            uint64_t floor = atomic_load(&t->journal_floor);
+            if (floor > 0 && f.since_id < floor - 1)
+                f.since_id = floor - 1;
+        }
         size_t n, total;
         struct journal_entry *v = journal_copy_filtered(&g->journal, &f, &n, &total);
         struct buf b;
@@ -299,8 +372,27 @@ enum handler_result admin_metrics(struct gateway *g, struct request *r)
 
 enum handler_result admin_report(struct gateway *g, struct request *r)
 {
+    struct tenant *t;
+    if (!admin_tenant(g, r, false, &t))
+        return H_RESPOND;
     struct buf b;
     buf_init(&b);
-    report_render_state(&g->report, &b);
+    if (t) {
+        report_render_state(&t->report, &b);
+        return respond_buf(r, 200, &b);
+    }
+    /* The whole server: every tenant's report and the one of requests with no key. */
+    size_t cap = g->n_tenants + 1, n = 0;
+    struct report **v = malloc(cap * sizeof *v);
+    if (!v) {
+        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
+        return H_RESPOND;
+    }
+    v[n++] = &g->report;
+    for (struct tenant *x = gateway_tenant_next(g, NULL); x && n < cap;
+         x = gateway_tenant_next(g, x))
+        v[n++] = &x->report;
+    report_render_merged(v, n, &b);
+    free(v);
     return respond_buf(r, 200, &b);
 }

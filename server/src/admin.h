@@ -5,6 +5,13 @@
 #include "gateway.h"
 #include "request.h"
 
+/* The tenant an admin call names with X-Fakegate-Tenant (docs/tenants.md §9) into *t: NULL
+ * when it names none (the whole server). An unknown one is created when `create` (a PUT or a
+ * reset may name a tenant before its first request), else r is answered 404 NOT_FOUND; a key
+ * the server would not accept is 400 INVALID_REQUEST. False when r was answered. Thread:
+ * worker. */
+bool admin_tenant(struct gateway *g, struct request *r, bool create, struct tenant **t);
+
 /* GET /healthz, GET /__admin/health: {"status":"ok","pid":N,"instance":"<16 hex>",
  * "started_at":"<KST>","seed":N} (seed: gateway_seed of the applied profile). Always H_RESPOND.
  * Thread: worker. */

@@ -76,15 +76,17 @@ static const char *unknown_key(json_t *v, const char *const *known)
     return NULL;
 }
 
-static enum handler_result get_receivers(struct gateway *g, struct request *r)
+static enum handler_result get_receivers(struct gateway *g, struct request *r,
+                                         struct tenant *t)
 {
     struct buf b;
     buf_init(&b);
-    webhooks_render_receivers(g->webhooks, &b);
+    webhooks_render_receivers(g->webhooks, t, &b);
     return respond(r, 200, &b);
 }
 
-static enum handler_result put_receivers(struct gateway *g, struct request *r)
+static enum handler_result put_receivers(struct gateway *g, struct request *r,
+                                         struct tenant *t)
 {
     static const char *const known[] = {"urls", "success", NULL};
     const char *shape = "{\"urls\": [\"http://host:port/path\", ...], \"success\": \"200\" | \"2xx\"}";
@@ -123,20 +125,30 @@ static enum handler_result put_receivers(struct gateway *g, struct request *r)
         json_decref(v);
         return invalid(r, msg);
     }
-    webhooks_set_receivers(g->webhooks, list, n, two_xx);
+    int rc = webhooks_set_receivers(g->webhooks, t, list, n, two_xx);
     json_decref(v);
-    return get_receivers(g, r);
+    if (rc != 0) {
+        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
+        return H_RESPOND;
+    }
+    return get_receivers(g, r, t);
 }
 
 enum handler_result admin_webhooks(struct gateway *g, struct request *r)
 {
-    return r->method == HM_PUT ? put_receivers(g, r) : get_receivers(g, r);
+    struct tenant *t;
+    if (!admin_tenant(g, r, r->method == HM_PUT, &t))
+        return H_RESPOND;
+    return r->method == HM_PUT ? put_receivers(g, r, t) : get_receivers(g, r, t);
 }
 
 enum handler_result admin_deliveries(struct gateway *g, struct request *r)
 {
     static const char *const known[] = {"paymentKey", "orderId", "status", "limit", NULL};
-    struct delivery_filter f = {.status = -1};
+    struct tenant *t;
+    if (!admin_tenant(g, r, false, &t))
+        return H_RESPOND;
+    struct delivery_filter f = {.tenant = t, .status = -1};
     char *values[4] = {NULL, NULL, NULL, NULL};
     char msg[ERR_LEN] = "";
     for (const char *p = r->query; p && *p && !msg[0]; p += strcspn(p, "&"), p += *p == '&') {

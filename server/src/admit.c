@@ -99,21 +99,31 @@ static bool authenticate(struct gateway *g, struct request *r)
         return false;
     }
     *colon = '\0';
-    const struct config *cfg = g->cfg;
-    bool ok = false;
-    if (cfg->n_secret_keys == 0) {
-        ok = strncmp(dec, "test_sk_", 8) == 0 || strncmp(dec, "test_gsk_", 9) == 0;
-    } else {
-        for (size_t i = 0; i < cfg->n_secret_keys && !ok; i++)
-            ok = strcmp(dec, cfg->secret_keys[i]) == 0;
-    }
-    if (!ok) {
+    if (!admit_key_accepted(g->cfg, dec)) {
         free(dec);
         request_error(r, "UNAUTHORIZED_KEY", NULL);
         return false;
     }
     r->adm.secret_key = dec;
+    bool full;
+    if (!(r->adm.tenant = gateway_tenant(g, dec, true, &full))) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "more than %zu tenants (secret keys) on this server "
+                 "(--max-tenants)", g->max_tenants);
+        request_reject(r, 503, "SERVICE_UNAVAILABLE", full ? msg : NULL, BODY_JSON, NULL, 0, 0);
+        return false;
+    }
     return true;
+}
+
+bool admit_key_accepted(const struct config *cfg, const char *key)
+{
+    if (cfg->n_secret_keys == 0)
+        return strncmp(key, "test_sk_", 8) == 0 || strncmp(key, "test_gsk_", 9) == 0;
+    for (size_t i = 0; i < cfg->n_secret_keys; i++)
+        if (strcmp(key, cfg->secret_keys[i]) == 0)
+            return true;
+    return false;
 }
 
 /* Idempotency-Key: visible ASCII, at most 300 bytes after trimming surrounding spaces, one header
@@ -150,7 +160,8 @@ bool admit_idempotency_key(struct request *r)
 static bool admit_profile(struct gateway *g, struct request *r)
 {
     int64_t now = now_mono_ns(), since;
-    struct live *root = gateway_live(g);
+    struct tenant *tenant = r->adm.tenant;
+    struct live *root = gateway_tenant_live(g, tenant);
     char err[ERR_LEN];
     if (r->ovr_twice) { /* which one wins would be a guess: say so */
         char msg[96];
@@ -175,7 +186,7 @@ static bool admit_profile(struct gateway *g, struct request *r)
     }
     struct live *cur = live_current(root, now, &since);
     struct admission a;
-    live_admit(cur, since, &g->flight, r->route, now, &a);
+    live_admit(cur, since, &tenant->flight, r->route, now, &a);
     if (a.result == ADMIT_THROTTLED) {
         const struct throttle *t = a.throttle;
         request_reject(r, t->status, t->code ? t->code : "SERVICE_UNAVAILABLE", NULL, t->body,
@@ -191,11 +202,12 @@ static bool admit_profile(struct gateway *g, struct request *r)
         return false;
     }
     r->adm.in_flight = true;
+    flight_begin(&g->flight, r->route); /* the server's count: /metrics */
     r->adm.live = cur;
     /* docs/profiles.md §4 Determinism: --seed, or "seed" in the profile; a profile applied at run
      * time (PUT, reset, X-Fakegate-Profile) brings its seed with it. */
     r->adm.seed = gateway_seed(g, root->profile);
-    r->adm.generation = gateway_generation(g);
+    r->adm.generation = tenant_generation(tenant);
     return true;
 }
 

@@ -38,6 +38,10 @@ bool admit_body_size(struct gateway *g, struct request *r);
  * otherwise. Sets r->adm.idem_key (NULL when none was sent, or on a GET). */
 bool admit_idempotency_key(struct request *r);
 
+/* Would `key` (a secret key, NUL-terminated) be accepted: one of --secret-key, or with none
+ * given any key starting test_sk_ or test_gsk_ (docs/api.md §2). Thread: any. */
+bool admit_key_accepted(const struct config *cfg, const char *key);
+
 /* Decode standard base64 (RFC 4648 alphabet, '=' padding optional but only at the end) of
  * `in` (NUL-terminated) into a new NUL-terminated buffer (caller frees). Returns NULL on any
  * invalid character, misplaced padding or impossible length. *out_len gets the byte count. */

@@ -31,6 +31,7 @@ struct config {
     const char **webhook_urls;  /* --webhook-url (repeatable), checked http:// URLs */
     size_t n_webhook_urls;
     size_t webhook_max_pending; /* --webhook-max-pending (0 = WEBHOOK_MAX_PENDING_DEFAULT) */
+    size_t max_tenants;         /* --max-tenants (0 = GATEWAY_MAX_TENANTS_DEFAULT, 10 000) */
     size_t report_max_identities; /* --report-max-identities: the report's bound on identities
                                      (0 = REPORT_MAX_IDENTITIES_DEFAULT, 1 000 000) */
 };

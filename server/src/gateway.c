@@ -15,8 +15,9 @@
 #include "rng.h"
 #include "webhook.h"
 
-/* The store's event sink: every subscriber, in subscription order. */
-static void publish(void *ctx, const struct payment_event *ev)
+/* The stores' event sink: every subscriber, in subscription order. */
+void gateway_publish(void *ctx, const struct payment_event *ev);
+void gateway_publish(void *ctx, const struct payment_event *ev)
 {
     struct gateway *g = ctx;
     for (size_t i = 0; i < g->n_subscribers; i++)
@@ -29,7 +30,6 @@ int gateway_init(struct gateway *g, const struct config *cfg, profile_resolver r
 {
     memset(g, 0, sizeof *g);
     pthread_mutex_init(&g->lock, NULL);
-    store_init(&g->store, mix64(instance_id), cfg->idempotency_ttl_s * NS_PER_S, publish, g);
     g->cfg = cfg;
     g->resolve = resolve;
     g->resolve_ctx = resolve_ctx;
@@ -41,7 +41,8 @@ int gateway_init(struct gateway *g, const struct config *cfg, profile_resolver r
     size_t max_ids = cfg->report_max_identities ? cfg->report_max_identities
                                                 : REPORT_MAX_IDENTITIES_DEFAULT;
     if (journal_init(&g->journal, 10000) != 0 ||
-        report_init(&g->report, max_ids, g->started_unix_us, 1) != 0) {
+        report_init(&g->report, max_ids, g->started_unix_us, 1) != 0 ||
+        gateway_tenants_init(g) != 0) {
         profile_free(profile);
         return -1;
     }
@@ -63,23 +64,27 @@ uint64_t gateway_seed(const struct gateway *g, const struct profile *p)
     return !g->cfg->has_seed && p->has_seed ? p->seed : g->seed;
 }
 
-uint64_t gateway_generation(struct gateway *g)
-{
-    return __atomic_load_n(&g->generation, __ATOMIC_ACQUIRE);
-}
-
 int gateway_txn(struct gateway *g, struct request *r, gateway_txn_fn fn, void *arg)
 {
+    struct tenant *t = r->adm.tenant;
+    assert(t); /* admitted: authenticated, with its tenant */
     pthread_mutex_lock(&g->lock);
-    int rc = r && r->adm.generation != g->generation ? GATEWAY_STRADDLED
-                                                       : fn(g, &g->store, r, arg);
+    int rc = r->adm.generation != t->generation ? GATEWAY_STRADDLED : fn(g, &t->store, r, arg);
     pthread_mutex_unlock(&g->lock);
     return rc;
 }
 
-bool gateway_expire(struct gateway *g, struct payment *p)
+int gateway_tenant_txn(struct gateway *g, struct tenant *t, gateway_txn_fn fn, void *arg)
 {
-    return store_expire(&g->store, p, gateway_now_us(g), g->cfg->session_ttl_s * 1000000);
+    pthread_mutex_lock(&g->lock);
+    int rc = fn(g, &t->store, NULL, arg);
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}
+
+bool gateway_expire(struct gateway *g, struct store *s, struct payment *p)
+{
+    return store_expire(s, p, gateway_now_us(g), g->cfg->session_ttl_s * 1000000);
 }
 
 int64_t gateway_now_us(const struct gateway *g)
@@ -96,55 +101,11 @@ void gateway_clock_advance(struct gateway *g, int64_t us)
         webhooks_wake(g->webhooks);
 }
 
-/* Expire p if stale; true if it is settled (no longer a session the sweep must look at). */
-static bool sweep_one(struct gateway *g, struct payment *p, int64_t now_us, size_t *n)
-{
-    if (p->status != PAY_IN_PROGRESS)
-        return true;
-    if (p->processing)
-        return false;
-    if (store_expire(&g->store, p, now_us, g->cfg->session_ttl_s * 1000000)) {
-        (*n)++;
-        return true;
-    }
-    return false;
-}
-
-static int sweep_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
-{
-    (void)r;
-    size_t *n = arg;
-    int64_t now_us = gateway_now_us(g), ttl_us = g->cfg->session_ttl_s * 1000000;
-    size_t keep = 0;
-    for (size_t i = 0; i < g->n_expiry_held; i++)
-        if (!sweep_one(g, g->expiry_held[i], now_us, n))
-            g->expiry_held[keep++] = g->expiry_held[i];
-    g->n_expiry_held = keep;
-    /* Sessions were created in business-time order: stop at the first one not yet over. */
-    while (g->expiry_cursor < store_payment_count(s)) {
-        struct payment *p = store_payment_at(s, g->expiry_cursor);
-        if (p->status == PAY_IN_PROGRESS && now_us - p->requested_at_us < ttl_us)
-            break;
-        if (!sweep_one(g, p, now_us, n)) {
-            if (g->n_expiry_held == g->cap_expiry_held) {
-                size_t cap = g->cap_expiry_held ? 2 * g->cap_expiry_held : 16;
-                struct payment **grown = realloc(g->expiry_held, cap * sizeof *grown);
-                if (!grown)
-                    break; /* looked at again on the next sweep */
-                g->expiry_held = grown;
-                g->cap_expiry_held = cap;
-            }
-            g->expiry_held[g->n_expiry_held++] = p;
-        }
-        g->expiry_cursor++;
-    }
-    return 0;
-}
-
 size_t gateway_sweep_expired(struct gateway *g)
 {
     size_t n = 0;
-    gateway_txn(g, NULL, sweep_locked, &n);
+    for (struct tenant *t = gateway_tenant_next(g, NULL); t; t = gateway_tenant_next(g, t))
+        gateway_tenant_txn(g, t, gateway_sweep_locked, &n);
     return n;
 }
 
@@ -232,14 +193,10 @@ void gateway_with_applied(struct gateway *g, void (*fn)(const struct applied *a,
 
 static int reset_store(struct gateway *g, struct store *s, struct request *r, void *arg)
 {
-    (void)r;
     (void)arg;
-    store_reset(s);
-    g->expiry_cursor = 0;
-    g->n_expiry_held = 0;
     atomic_store(&g->clock_offset_us, 0);
     __atomic_store_n(&g->generation, g->generation + 1, __ATOMIC_RELEASE);
-    return 0;
+    return gateway_tenant_reset_locked(g, s, r, NULL);
 }
 
 void gateway_reset(struct gateway *g, struct profile *p)
@@ -248,10 +205,17 @@ void gateway_reset(struct gateway *g, struct profile *p)
      * between emptying the store and applying the profile. */
     struct applied *a = calloc(1, sizeof *a);
     pthread_mutex_lock(&g->apply_lock);
-    gateway_txn(g, NULL, reset_store, NULL);
-    store_attempts_reset(&g->store);
     journal_reset(&g->journal);
-    report_reset(&g->report, now_unix_us(), atomic_load(&g->journal.first_id));
+    uint64_t first = atomic_load(&g->journal.first_id);
+    int64_t now = now_unix_us();
+    report_reset(&g->report, now, first);
+    for (struct tenant *t = gateway_tenant_next(g, NULL); t; t = gateway_tenant_next(g, t)) {
+        gateway_tenant_txn(g, t, reset_store, NULL);
+        store_attempts_reset(&t->store);
+        report_reset(&t->report, now, first);
+        atomic_store(&t->journal_floor, first);
+        gateway_tenant_refresh_locked(g, t);
+    }
     metrics_reset(&g->metrics);
     flight_reset_peaks(&g->flight);
     /* Profiles named by X-Fakegate-Profile start afresh too: the next request that names one
@@ -303,10 +267,9 @@ void gateway_fini(struct gateway *g)
             profile_free(a->profile);
         free(a);
     }
-    free(g->expiry_held);
+    gateway_tenants_fini(g);
     journal_fini(&g->journal);
     report_fini(&g->report);
     pthread_mutex_destroy(&g->apply_lock);
-    store_fini(&g->store);
     pthread_mutex_destroy(&g->lock);
 }

@@ -31,10 +31,42 @@ struct applied {
 };
 
 #define GATEWAY_MAX_SUBSCRIBERS 4
+/* Default of --max-tenants. */
+#define GATEWAY_MAX_TENANTS_DEFAULT 10000
+
+/* One merchant: the state of one secret key (docs/tenants.md §9). Created on its key's first
+ * use (or by an admin call naming it) and kept until exit, so a pointer to it stays valid;
+ * a reset empties it. The store is guarded by the store lock, `own`, `lives` and `live_for`
+ * by apply_lock (read atomically on the request path). */
+struct tenant {
+    char *key;                     /* the secret key; NULL for the default tenant until the first
+                                      key that arrives adopts it */
+    uint32_t index;                /* creation order, from 0 */
+    struct store store;            /* its ledger, idempotency records, attempt counters */
+    uint64_t generation;           /* its reset count (the server's resets and its own): written
+                                      under the store lock, read atomically */
+    struct flight flight;          /* its requests in flight: its concurrency caps */
+    struct report report;          /* its requests since its last reset, judged */
+    _Atomic uint64_t journal_floor; /* its journal entries below this id were reset away */
+    struct applied *own;           /* its own profile (PUT /__admin/profile naming it), newest
+                                      first, or NULL: the server's profile */
+    struct applied *lives;         /* its states of the server's profiles, newest first (requests
+                                      in flight may still use old ones; freed at exit) */
+    struct live *_Atomic live;     /* the state its new requests get */
+    struct live *_Atomic live_for; /* the server's state `live` was made from (NULL when `own`
+                                      is in force) */
+    size_t expiry_cursor;          /* the session-expiry sweep's place (store lock) */
+    struct payment **expiry_held;
+    size_t n_expiry_held, cap_expiry_held;
+    struct tenant *next;           /* creation order */
+};
 
 struct gateway {
     pthread_mutex_t lock;          /* the store lock; taken only by gateway.c */
-    struct store store;
+    pthread_mutex_t tenants_lock;  /* the tenants map and list */
+    struct strmap tenants;         /* secret key -> struct tenant */
+    struct tenant *first, *last;   /* every tenant in creation order; `first` is the default */
+    size_t n_tenants, max_tenants;
     const struct config *cfg;      /* borrowed, lives as long as the gateway */
     struct live *_Atomic live;     /* the active profile's state; requests keep the one they
                                       arrived under */
@@ -42,8 +74,7 @@ struct gateway {
     struct journal journal;        /* the last 10 000 gateway requests */
     struct report report;          /* every gateway request since the last reset, judged */
     struct metrics metrics;
-    uint64_t generation;           /* bumped by reset, under the store lock (an atomic store,
-                                      so gateway_generation may read it without) */
+    uint64_t generation;           /* bumped by a server-wide reset, under the store lock */
     struct applied *applied;       /* every profile ever applied, newest first (in-flight
                                       requests may still use old ones; freed at exit) */
     pthread_mutex_t apply_lock;    /* serialises profile switches and resets */
@@ -64,11 +95,6 @@ struct gateway {
     size_t n_subscribers;
     _Atomic int64_t clock_offset_us; /* the gateway clock minus the wall clock, µs, >= 0
                                         (docs/webhooks.md §6.7); reset sets it to 0 */
-    /* Sessions the expiry sweep has not passed yet (store lock): ledger.all[expiry_cursor..]
-     * in creation order, and the stale ones it passed while a confirm held them. */
-    size_t expiry_cursor;
-    struct payment **expiry_held;
-    size_t n_expiry_held, cap_expiry_held;
     struct webhooks *webhooks;     /* the webhook dispatcher (webhook.h), or NULL; set by main
                                       before the daemon starts */
 };
@@ -94,16 +120,66 @@ int gateway_subscribe(struct gateway *g, store_event_fn fn, void *ctx);
  * (any value but GATEWAY_STRADDLED). */
 typedef int (*gateway_txn_fn)(struct gateway *g, struct store *s, struct request *r, void *arg);
 
-/* Run fn(g, &g->store, r, arg) under the store lock -- the one guard every store access goes
- * through. When r is not NULL and a reset has run since r was admitted (r->adm.generation),
- * fn is not run and GATEWAY_STRADDLED is returned: r belongs to a ledger that is gone.
- * Thread: any; fn must not call gateway_txn. */
+/* Run fn(g, store of r's tenant, r, arg) under the store lock -- the one guard every store
+ * access goes through. r is admitted (r->adm.tenant set). When a reset of its tenant has run
+ * since r was admitted (r->adm.generation), fn is not run and GATEWAY_STRADDLED is returned:
+ * r belongs to a ledger that is gone. Thread: any; fn must not call gateway_txn. */
 int gateway_txn(struct gateway *g, struct request *r, gateway_txn_fn fn, void *arg);
 
-/* The reset count now, without the store lock. A /v1 request is stamped with it when
- * admitted. Exact where gateway_txn checks it; elsewhere (attempt counts, faults drawn) as of
- * an unlocked read a few microseconds earlier. Thread: any. */
-uint64_t gateway_generation(struct gateway *g);
+/* Run fn(g, &t->store, NULL, arg) under the store lock (an admin call, the webhook thread).
+ * Thread: any; fn must not call gateway_txn. */
+int gateway_tenant_txn(struct gateway *g, struct tenant *t, gateway_txn_fn fn, void *arg);
+
+/* The reset count of tenant t now, without the store lock. A /v1 request is stamped with its
+ * tenant's when admitted. Exact where gateway_txn checks it; elsewhere (attempt counts,
+ * faults drawn) as of an unlocked read a few microseconds earlier. Thread: any. */
+uint64_t tenant_generation(const struct tenant *t);
+
+/* t's secret key, or NULL (t NULL, or the default tenant before any key adopted it). Stable
+ * once set: a journal entry may keep the pointer. Thread: any. */
+const char *tenant_key(const struct tenant *t);
+
+/* --- tenants (tenant.c; docs/tenants.md §9) --- */
+
+/* Create the default tenant (for --secret-key's first key, else keyless). 0 or -1 (OOM). */
+int gateway_tenants_init(struct gateway *g);
+void gateway_tenants_fini(struct gateway *g);
+
+/* The tenant of secret key `key`, or NULL. With `create`, an unknown key gets one (the
+ * default tenant, while no key has adopted it, else a new one); NULL then means out of memory
+ * or --max-tenants reached (*full true). Thread: any. */
+struct tenant *gateway_tenant(struct gateway *g, const char *key, bool create, bool *full);
+
+/* Iterate: gateway_tenant_next(g, NULL) is the first (default) tenant, then creation order;
+ * NULL after the last. Tenants are never removed, so this needs no lock. Thread: any. */
+struct tenant *gateway_tenant_next(struct gateway *g, struct tenant *t);
+
+/* The profile state t's new requests get: its own profile's, or its state of the server's
+ * profile in force (the default tenant shares the server's; another tenant gets buckets and
+ * budgets of its own, counted from when the server's profile was applied). Borrowed, valid
+ * until exit. Thread: any. */
+struct live *gateway_tenant_live(struct gateway *g, struct tenant *t);
+
+/* PUT /__admin/profile with X-Fakegate-Tenant: `p` (owned from now on) becomes t's own
+ * profile, for its requests only. 0, or -1 on out of memory (p freed). Thread: any. */
+int gateway_apply_tenant(struct gateway *g, struct tenant *t, struct profile *p);
+
+/* fn(entry, ctx) with the applied entry t's requests get (its own, else the server's), under
+ * apply_lock. Thread: any. */
+void gateway_with_tenant_applied(struct gateway *g, struct tenant *t,
+                                 void (*fn)(const struct applied *a, void *ctx), void *ctx);
+
+/* POST /__admin/reset with X-Fakegate-Tenant: empty t's store, attempt counts, journal view,
+ * report and profile state; then make `p` (owned, may be NULL) its own profile. Other
+ * tenants are untouched. Thread: any. */
+void gateway_reset_tenant(struct gateway *g, struct tenant *t, struct profile *p);
+
+/* gateway_txn sections of tenant.c, for gateway.c: one tenant's session sweep, its reset. */
+int gateway_sweep_locked(struct gateway *g, struct store *s, struct request *r, void *arg);
+int gateway_tenant_reset_locked(struct gateway *g, struct store *s, struct request *r,
+                                void *arg);
+/* A server-wide reset's part for t (apply_lock held): its own profile's state afresh. */
+void gateway_tenant_refresh_locked(struct gateway *g, struct tenant *t);
 
 /* Apply `p` (ownership passes to the gateway) to every request that arrives from now on;
  * requests in flight keep the state they arrived with. Returns 0, or -1 on out of memory (p
@@ -137,7 +213,8 @@ char *gateway_profile_file(struct gateway *g, char name[PROFILE_NAME_MAX + 1]);
  * at admission; GET /__admin/profile and /healthz show it for the applied profile. Thread: any. */
 uint64_t gateway_seed(const struct gateway *g, const struct profile *p);
 
-/* The state in force for a new request: the active profile's live root. Borrowed. */
+/* The server's profile state in force (what a tenant without a profile of its own follows).
+ * Borrowed. */
 struct live *gateway_live(struct gateway *g);
 
 /* The applied entry in force, for GET /__admin/profile: fn(a, ctx) runs under apply_lock so
@@ -164,8 +241,8 @@ void gateway_clock_advance(struct gateway *g, int64_t us);
  * the store lock); the webhook dispatcher calls it once a second. */
 size_t gateway_sweep_expired(struct gateway *g);
 
-/* Expire p if its session is over (--session-ttl; docs/api.md §2.1). True if p is EXPIRED.
- * Store lock held (inside a gateway_txn section). */
-bool gateway_expire(struct gateway *g, struct payment *p);
+/* Expire p of store s if its session is over (--session-ttl; docs/api.md §2.1). True if p is
+ * EXPIRED. Store lock held (inside a gateway_txn section). */
+bool gateway_expire(struct gateway *g, struct store *s, struct payment *p);
 
 #endif

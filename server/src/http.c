@@ -179,6 +179,11 @@ static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const cha
             r->ovr_twice = "X-Fakegate-Profile";
         else
             r->ovr_profile = strdup(value);
+    } else if (HEADER_IS(key, klen, "X-Fakegate-Tenant")) {
+        if (r->ovr_tenant)
+            r->ovr_twice = "X-Fakegate-Tenant";
+        else
+            r->ovr_tenant = strdup(value);
     } else if (HEADER_IS(key, klen, "X-Fakegate-Fault")) {
         if (r->ovr_fault)
             r->ovr_twice = "X-Fakegate-Fault";

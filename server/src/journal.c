@@ -286,7 +286,7 @@ static bool matches(const struct journal_filter *f, const struct journal_entry *
            (f->route < 0 || f->route == e->route) &&
            (f->status < 0 || (e->ended_mono_ns && e->status == f->status)) &&
            (f->outcome < 0 || (e->ended_mono_ns && (int)e->outcome == f->outcome)) &&
-           e->id > f->since_id;
+           (!f->tenant || f->tenant == e->tenant) && e->id > f->since_id;
 }
 
 struct journal_entry *journal_copy_filtered(struct journal *j, const struct journal_filter *f,
@@ -451,6 +451,8 @@ void journal_render(struct buf *b, const struct journal_entry *v, size_t n, size
         add_escaped(b, e->payment_key);
         buf_adds(b, ",\"idempotency_key\":");
         add_escaped(b, e->idempotency_key);
+        buf_adds(b, ",\"tenant\":");
+        add_escaped(b, e->tenant);
         buf_addf(b, ",\"attempt\":%u,\"decision\":{\"queue_latency_ms\":%.3f,\"latency_ms\":%.3f,"
                     "\"fault\":\"%s\"},\"status\":",
                  e->attempt, e->queue_latency_ms, e->latency_ms, e->fault ? e->fault : "none");

@@ -37,6 +37,8 @@ struct journal_entry {
     char *path;                  /* owned; bytes as received (escaped when rendered) */
     int route;                   /* enum route_id, or ROUTE_OTHER (profile.h) */
     char *order_id, *payment_key, *idempotency_key; /* owned, may be NULL */
+    const char *tenant;          /* the secret key of its tenant (borrowed: tenants live until
+                                    exit), or NULL: refused before a key was accepted */
     uint64_t body_hash;          /* canonical body (0: none), for "same request" */
     uint32_t attempt;
     double queue_latency_ms, latency_ms; /* the plan's (ms) */
@@ -91,6 +93,7 @@ struct journal_filter {
     int status;                  /* the status sent; -1: any (a pending entry has none) */
     int outcome;                 /* enum outcome; -1: any (a pending entry has none) */
     uint64_t since_id;           /* only ids above it */
+    const char *tenant;          /* only this tenant's (compared as a pointer: tenant_key) */
     size_t limit;                /* the newest `limit` matches (0: all of them) */
 };
 

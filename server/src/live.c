@@ -134,6 +134,14 @@ void live_admit(struct live *cur, int64_t since_ns, struct flight *f, enum route
         ;
 }
 
+void flight_begin(struct flight *f, enum route_id route)
+{
+    long n = atomic_fetch_add(&f->in_flight[route], 1) + 1;
+    long peak = atomic_load(&f->peak[route]);
+    while (n > peak && !atomic_compare_exchange_weak(&f->peak[route], &peak, n))
+        ;
+}
+
 void flight_end(struct flight *f, enum route_id route)
 {
     atomic_fetch_sub(&f->in_flight[route], 1);

@@ -65,6 +65,9 @@ void live_admit(struct live *cur, int64_t since_ns, struct flight *f, enum route
 
 /* The end of a counted request. */
 void flight_end(struct flight *f, enum route_id route);
+/* Count one more request of `route` in flight in f, with its peak (a count no cap reads: the
+ * server's, for /metrics, beside the tenant's that live_admit counts). */
+void flight_begin(struct flight *f, enum route_id route);
 
 /* Restart the peaks from the current in-flight counts (POST /__admin/reset). */
 void flight_reset_peaks(struct flight *f);

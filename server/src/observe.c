@@ -10,6 +10,13 @@
 #include "buf.h"
 #include "common.h"
 
+/* The report that judges r: its tenant's, or the server's own for a request refused before a
+ * key was accepted. */
+static struct report *report_of(struct gateway *g, const struct request *r)
+{
+    return r->adm.tenant ? &r->adm.tenant->report : &g->report;
+}
+
 static void on_payment_event(void *ctx, const struct payment_event *ev)
 {
     struct gateway *g = ctx;
@@ -31,11 +38,12 @@ void observe_arrival(struct gateway *g, struct request *r)
                               .route = (int)r->route,
                               .idempotency_key = r->idem_key_raw, /* the identity of a request
                                                                      refused before its body */
+                              .tenant = tenant_key(r->adm.tenant),
                               .fault = "none"};
     snprintf(e.method, sizeof e.method, "%s", r->method_str);
     r->obs.journaled = true;
     r->obs.journal_id = journal_begin(&g->journal, &e);
-    report_begin(&g->report, &r->obs.report, r->obs.journal_id);
+    report_begin(report_of(g, r), &r->obs.report, r->obs.journal_id);
 }
 
 /* What identifies r in its journal entry, the access log and the report: the orderId and
@@ -62,7 +70,7 @@ void observe_planned(struct gateway *g, struct request *r)
     e.arrived_mono_ns = r->arrived_ns;
     /* A request lost before processing never holds its payment (new_key_resend). */
     bool will_process = !(r->fault && r->fault->kind == FAULT_DROP_REQUEST);
-    report_identify(&g->report, &r->obs.report, &e, will_process);
+    report_identify(report_of(g, r), &r->obs.report, &e, will_process);
 }
 
 void observe_identity(struct gateway *g, struct request *r, const char *order_id,
@@ -74,7 +82,7 @@ void observe_identity(struct gateway *g, struct request *r, const char *order_id
     journal_update(&g->journal, r->obs.journal_id, &e);
     e.route = (int)r->route;
     e.arrived_mono_ns = r->arrived_ns;
-    report_identify(&g->report, &r->obs.report, &e, false);
+    report_identify(report_of(g, r), &r->obs.report, &e, false);
 }
 
 void observe_fault(struct gateway *g, const struct request *r)
@@ -154,7 +162,7 @@ static void judge(struct gateway *g, struct request *r, const struct journal_ent
     q.arrived_mono_ns = r->arrived_ns;
     identity_of(r, &q);
     q.body_hash = r->body_hash;
-    report_end(&g->report, &r->obs.report, &q);
+    report_end(report_of(g, r), &r->obs.report, &q);
 }
 
 void observe_sent(struct gateway *g, struct request *r)
@@ -184,8 +192,10 @@ static void count(struct metrics *m, const struct request *r)
 
 void observe_complete(struct gateway *g, struct request *r, bool completed_ok)
 {
-    if (r->adm.in_flight)
+    if (r->adm.in_flight) {
         flight_end(&g->flight, r->route);
+        flight_end(&r->adm.tenant->flight, r->route);
+    }
     r->adm.in_flight = false;
     if (!r->obs.journaled) {
         atomic_fetch_add(&g->metrics.admin_requests, 1);

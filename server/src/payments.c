@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "admin.h"
 #include "answer.h"
 #include "body.h"
 #include "common.h"
@@ -40,12 +41,12 @@ static int64_t ms_to_ns(double ms)
 
 /* Render the payment view into a new body, or NULL on out of memory. Store lock held (or a
  * private copy of the payment). */
-static char *render_view(struct gateway *g, const struct payment *p, uint32_t cancels,
-                         enum pay_status st, size_t *len)
+static char *render_view(struct gateway *g, const struct store *s, const struct payment *p,
+                         uint32_t cancels, enum pay_status st, size_t *len)
 {
     struct buf b;
     buf_init(&b);
-    render_payment(&b, store_ledger(&g->store), g->cfg->mid, p, cancels, st);
+    render_payment(&b, store_ledger(s), g->cfg->mid, p, cancels, st);
     if (b.oom) {
         buf_fini(&b);
         return NULL;
@@ -62,7 +63,8 @@ static void replay(struct gateway *g, struct request *r, const struct idem_recor
     size_t len = 0;
     char *body;
     if (s->payment) {
-        body = render_view(g, s->payment, s->view_cancels, (enum pay_status)s->view_status, &len);
+        body = render_view(g, &r->adm.tenant->store, s->payment, s->view_cancels,
+                           (enum pay_status)s->view_status, &len);
     } else {
         body = malloc(s->body_len + 1);
         if (body) {
@@ -195,7 +197,7 @@ static bool confirm_checks(struct gateway *g, struct store *s, struct request *r
         }
         r->payment = p;
     }
-    if (gateway_expire(g, p) || p->status == PAY_ABORTED) {
+    if (gateway_expire(g, s, p) || p->status == PAY_ABORTED) {
         business_error(s, r, "NOT_FOUND_PAYMENT_SESSION", NULL, NULL);
         return false;
     }
@@ -269,7 +271,7 @@ static int commit_locked(struct gateway *g, struct store *s, struct request *r, 
         v->copy.cancels = NULL; /* a view with no cancels (render reads view_cancels of them) */
         v->copy.idem_keys = NULL;
     } else {
-        v->body = render_view(g, p, 0, PAY_DONE, &v->len);
+        v->body = render_view(g, s, p, 0, PAY_DONE, &v->len);
     }
     complete_success(s, r, p);
     return COMMIT_OK;
@@ -288,7 +290,7 @@ static enum handler_result confirm_commit(struct gateway *g, struct request *r)
     if (rc == COMMIT_UNCOMMITTED)
         return H_RESPOND; /* the error fault answers it on the way out */
     if (v.copied)
-        v.body = render_view(g, &v.copy, 0, PAY_DONE, &v.len);
+        v.body = render_view(g, &r->adm.tenant->store, &v.copy, 0, PAY_DONE, &v.len);
     if (!v.body) {
         /* Out of memory after the commit: the payment is approved (as when an answer is
          * lost), and a replay or GET renders it again. */
@@ -341,7 +343,7 @@ static int cancel_locked(struct gateway *g, struct store *s, struct request *r, 
     }
     int64_t amount = r->cancel_amount ? r->cancel_amount : p->balance;
     if (store_cancel(s, p, amount, r->cancel_reason, now_us, r) == 0)
-        out->body = render_view(g, p, p->n_cancels, p->status, &out->len);
+        out->body = render_view(g, s, p, p->n_cancels, p->status, &out->len);
     if (!out->body) {
         release_claim(s, r);
         return CANCEL_FAILED;
@@ -488,14 +490,14 @@ static int read_locked(struct gateway *g, struct store *s, struct request *r, vo
                                                 : store_payment(s, r->path_param);
     if (!p)
         return -1;
-    gateway_expire(g, p);
-    out->body = render_view(g, p, p->n_cancels, p->status, &out->len);
+    gateway_expire(g, s, p);
+    out->body = render_view(g, s, p, p->n_cancels, p->status, &out->len);
     return 0;
 }
 
 static enum handler_result read_now(struct gateway *g, struct request *r)
 {
-    if (gateway_generation(g) != r->adm.generation)
+    if (tenant_generation(r->adm.tenant) != r->adm.generation)
         return straddled(r);
     if (r->kind == RK_TRANSACTIONS)
         return transactions_now(g, r);
@@ -550,7 +552,7 @@ static enum handler_result leave_queue(struct gateway *g, struct request *r, boo
         r->obs.outcome = OUT_CAPPED;
         return H_RESPOND;
     }
-    if (gateway_generation(g) != r->adm.generation)
+    if (tenant_generation(r->adm.tenant) != r->adm.generation)
         return straddled(r);
     if (answer_fault_before(r)) {
         observe_fault(g, r);
@@ -590,7 +592,7 @@ static bool override_budget(int fault_index, void *ctx)
  * the Idempotency-Key, else the orderId, else the paymentKey. */
 static void plan(struct gateway *g, struct request *r, const char *identity)
 {
-    r->attempt = store_attempts_next(&g->store, r->route, identity);
+    r->attempt = store_attempts_next(&r->adm.tenant->store, r->route, identity);
     struct rng rng;
     rng_seed_request(&rng, r->adm.seed, (int)r->route, identity, strlen(identity), r->attempt);
     struct plan pl;
@@ -629,7 +631,7 @@ static enum handler_result enqueue(struct gateway *g, struct request *r)
 /* Plan r, unless a reset ran since it was admitted (it would count in the new attempts). */
 static bool plan_current(struct gateway *g, struct request *r, const char *identity)
 {
-    if (gateway_generation(g) != r->adm.generation)
+    if (tenant_generation(r->adm.tenant) != r->adm.generation)
         return false;
     plan(g, r, identity);
     return true;
@@ -788,7 +790,7 @@ static int session_locked(struct gateway *g, struct store *s, struct request *r,
     p->registered = true;
     if (a->order_name)
         p->order_name = strdup(a->order_name);
-    a->body = render_view(g, p, 0, PAY_IN_PROGRESS, &a->len);
+    a->body = render_view(g, s, p, 0, PAY_IN_PROGRESS, &a->len);
     return 0;
 }
 
@@ -802,7 +804,13 @@ enum handler_result payments_register_session(struct gateway *g, struct request 
         body_free(b);
         return H_RESPOND;
     }
-    int rc = gateway_txn(g, NULL, session_locked, &a);
+    /* Its tenant: the one X-Fakegate-Tenant names, else the default one (docs/tenants.md §9). */
+    struct tenant *t;
+    if (!admin_tenant(g, r, true, &t)) {
+        body_free(b);
+        return H_RESPOND;
+    }
+    int rc = gateway_tenant_txn(g, t ? t : gateway_tenant_next(g, NULL), session_locked, &a);
     body_free(b);
     if (rc != 0 && a.why == LEDGER_KEY_EXISTS)
         body_invalid(r, "INVALID_REQUEST", "paymentKey: 이미 존재하는 결제입니다.",

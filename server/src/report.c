@@ -612,24 +612,24 @@ void report_reset(struct report *rp, int64_t since_unix_us, uint64_t first_id)
 
 /* --- rendering ------------------------------------------------------------------------------ */
 
-/* The findings as of now: the tallies, and the events not yet finished judged as they stand. */
-static void render_findings(struct report *rp, struct buf *b)
+/* The findings as of now, added into v (lock held): the tallies, and the events not yet
+ * finished judged as they stand. Examples are copied when `own` (v outlives the lock). */
+static void collect_findings(struct report *rp, struct report_finding v[K_N], bool own)
 {
-    struct {
-        size_t count;
-        char *examples[10];
-        size_t n_examples;
-    } v[K_N];
     for (int k = 0; k < K_N; k++) {
-        v[k].count = rp->f[k].count;
-        v[k].n_examples = rp->f[k].n_examples;
-        memcpy(v[k].examples, rp->f[k].examples, sizeof v[k].examples);
+        v[k].count += rp->f[k].count;
+        for (size_t i = 0; i < rp->f[k].n_examples; i++)
+            add_example(v[k].examples, &v[k].n_examples, rp->f[k].examples[i], own);
     }
     for (struct report_event *ev = rp->unfinished; ev; ev = ev->next)
         if (bunched(ev)) {
             v[K_SYNC].count++;
-            add_example(v[K_SYNC].examples, &v[K_SYNC].n_examples, ev->example, false);
+            add_example(v[K_SYNC].examples, &v[K_SYNC].n_examples, ev->example, own);
         }
+}
+
+static void emit_findings(const struct report_finding v[K_N], struct buf *b)
+{
     buf_adds(b, "{\"findings\":[");
     bool first = true;
     for (int k = 0; k < K_N; k++) {
@@ -656,7 +656,10 @@ static void render_findings(struct report *rp, struct buf *b)
 void report_render_state(struct report *rp, struct buf *b)
 {
     pthread_mutex_lock(&rp->lock);
-    render_findings(rp, b);
+    struct report_finding v[K_N];
+    memset(v, 0, sizeof v);
+    collect_findings(rp, v, false);
+    emit_findings(v, b);
     buf_addf(b, ",\"judged_requests\":%llu,\"complete\":%s", (unsigned long long)rp->judged,
              rp->unjudged ? "false" : "true");
     if (rp->unjudged) {
@@ -668,6 +671,40 @@ void report_render_state(struct report *rp, struct buf *b)
     fmt_kst(rp->since_unix_us, since);
     buf_addf(b, ",\"since\":\"%s\"}", since);
     pthread_mutex_unlock(&rp->lock);
+}
+
+void report_render_merged(struct report *const *rps, size_t n, struct buf *b)
+{
+    struct report_finding v[K_N];
+    memset(v, 0, sizeof v);
+    uint64_t judged = 0, unjudged = 0;
+    size_t max_ids = 0;
+    int64_t since = INT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        struct report *rp = rps[i];
+        pthread_mutex_lock(&rp->lock);
+        collect_findings(rp, v, true);
+        judged += rp->judged;
+        unjudged += rp->unjudged;
+        if (rp->unjudged && rp->max_identities > max_ids)
+            max_ids = rp->max_identities;
+        if (rp->since_unix_us < since)
+            since = rp->since_unix_us;
+        pthread_mutex_unlock(&rp->lock);
+    }
+    emit_findings(v, b);
+    buf_addf(b, ",\"judged_requests\":%llu,\"complete\":%s", (unsigned long long)judged,
+             unjudged ? "false" : "true");
+    if (unjudged)
+        buf_addf(b, ",\"reason\":\"more identities than --report-max-identities (%zu) since the "
+                    "last reset: %llu requests were judged only in part\"",
+                 max_ids, (unsigned long long)unjudged);
+    char at[32];
+    fmt_kst(n ? since : 0, at);
+    buf_addf(b, ",\"since\":\"%s\"}", at);
+    for (int k = 0; k < K_N; k++)
+        for (size_t i = 0; i < v[k].n_examples; i++)
+            free(v[k].examples[i]);
 }
 
 /* One step of a replay: entry i arrives (end = false) or ends at time t. */
@@ -717,7 +754,10 @@ void report_render(struct buf *b, const struct journal_entry *v, size_t n)
         if (s[k].end)
             report_end(&rp, mk, e);
     }
-    render_findings(&rp, b);
+    struct report_finding found[K_N];
+    memset(found, 0, sizeof found);
+    collect_findings(&rp, found, false);
+    emit_findings(found, b);
     buf_addc(b, '}');
     report_fini(&rp);
     free(m);

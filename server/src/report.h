@@ -96,6 +96,12 @@ void report_end(struct report *rp, struct report_mark *m, const struct journal_e
  * ["reason":"...",]"since":"<+09:00 time>"}. Thread: any. */
 void report_render_state(struct report *rp, struct buf *b);
 
+/* report_render_state over several reports as one (the whole server: every tenant's): the
+ * findings' counts added, examples merged (at most 10 per kind), judged_requests summed,
+ * complete only if every one is, since the earliest. Takes each report's lock in turn.
+ * Thread: any. */
+void report_render_merged(struct report *const *rps, size_t n, struct buf *b);
+
 /* Render {"findings":[{"kind","rule","threshold","count","examples":[orderId...]}]} for the
  * entries v[0..n) (oldest first): they are replayed through a fresh report as the events they
  * record (each arrival at arrived_mono_ns, each end at ended_mono_ns; an end before an arrival

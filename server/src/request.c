@@ -32,6 +32,7 @@ void request_free(struct request *r)
     free(r->idem_key_raw);
     free(r->test_code);
     free(r->ovr_profile);
+    free(r->ovr_tenant);
     free(r->ovr_fault);
     free(r->ovr_latency);
     profile_free(r->adm.ovr_fault_profile);

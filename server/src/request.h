@@ -17,6 +17,7 @@
 #include "report.h"
 
 struct live;
+struct tenant;
 
 enum http_method { HM_GET = 0, HM_POST, HM_PUT, HM_DELETE, HM_PATCH, HM_HEAD, HM_OTHER };
 
@@ -93,6 +94,8 @@ struct response {
 /* What admission (admit.c) decided and keeps for the handlers. */
 struct admit_state {
     char *secret_key;      /* owned: the accepted key (Basic auth) */
+    struct tenant *tenant; /* the key's tenant (borrowed: tenants live until exit); NULL before
+                              authentication */
     char *idem_key;        /* owned: the validated Idempotency-Key, or NULL */
     struct live *live;     /* the profile state in force at arrival (borrowed) */
     uint64_t seed;         /* the seed of its plan: --seed, else the seed of the profile it
@@ -136,6 +139,7 @@ struct request {
     char *idem_key_raw;    /* Idempotency-Key value as received, or NULL */
     char *test_code;       /* TossPayments-Test-Code value, or NULL */
     char *ovr_profile;     /* X-Fakegate-Profile, or NULL */
+    char *ovr_tenant;      /* X-Fakegate-Tenant (admin calls: the tenant they act on), or NULL */
     char *ovr_fault;       /* X-Fakegate-Fault, or NULL */
     char *ovr_latency;     /* X-Fakegate-Latency-Ms, or NULL */
     const char *ovr_twice; /* the name of an X-Fakegate-* header sent twice (400), or NULL */

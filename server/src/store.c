@@ -7,7 +7,7 @@
 
 static void emit(struct store *s, struct payment *p, struct request *cause, int64_t at_us)
 {
-    struct payment_event ev = {.status = p->status, .payment = p, .cause = cause, .at_us = at_us,
+    struct payment_event ev = {.store = s, .status = p->status, .payment = p, .cause = cause, .at_us = at_us,
                                .seq = p->status == PAY_IN_PROGRESS ? 0 : p->n_events++};
     if (s->emit)
         s->emit(s->emit_ctx, &ev);

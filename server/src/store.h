@@ -24,6 +24,7 @@ struct request;
  * request whose plan made the change (NULL for an expiry seen by a read of another request,
  * or an admin call). */
 struct payment_event {
+    struct store *store;             /* the store that made it (its owner: the tenant) */
     enum pay_status status;          /* the status it changed to */
     const struct payment *payment;
     struct request *cause;
@@ -42,6 +43,7 @@ struct store {
     struct attempts attempts;
     store_event_fn emit;
     void *emit_ctx;
+    void *owner;                 /* whose state this is (the gateway's tenant); not used here */
 };
 
 /* Initialise an empty in-memory store: `salt` makes derived keys (transaction keys, secrets)

@@ -52,7 +52,8 @@ static const char *const STATUS_NAMES[] = {"pending", "delivered", "failed", "dr
 
 /* An event as the store announced it, waiting in the inbox to be rendered. */
 struct inbound {
-    const struct payment *payment; /* valid while `generation` is the gateway's */
+    struct tenant *tenant;         /* whose payment (tenants live until exit) */
+    const struct payment *payment; /* valid while `generation` is its tenant's */
     uint64_t generation;
     uint32_t view_cancels;
     enum pay_status view_status;
@@ -66,6 +67,7 @@ struct inbound {
 struct event {
     unsigned refs;
     enum event_type type;
+    struct tenant *tenant;
     uint64_t generation;
     char *body;                 /* the JSON sent */
     size_t body_len;
@@ -123,6 +125,15 @@ struct heap {
     size_t n, cap;
 };
 
+/* A receiver list and its success rule. */
+struct receivers {
+    struct tenant *tenant;       /* whose own list (NULL: the server's) */
+    char *urls[WEBHOOK_MAX_RECEIVERS];
+    size_t n;
+    bool success_2xx;
+    struct receivers *next;
+};
+
 struct webhooks {
     struct gateway *g;
     bool quiet;
@@ -138,11 +149,12 @@ struct webhooks {
     struct inbound *inbox;
     size_t n_inbox, cap_inbox;
     int64_t inbox_since_ns;      /* when the oldest event waiting arrived */
-    atomic_size_t n_receivers;   /* read without a lock by the store's subscriber */
+    atomic_size_t n_receivers;   /* receivers anywhere (the server's, and tenants' own): read
+                                    without a lock by the store's subscriber */
 
     pthread_mutex_t lock;        /* everything below */
-    char *urls[WEBHOOK_MAX_RECEIVERS];
-    bool success_2xx;
+    struct receivers server;     /* --webhook-url, PUT /__admin/webhooks */
+    struct receivers *own;       /* tenants' own (PUT naming one), in a list */
     struct delivery **all;       /* the journal, id order */
     size_t n_all, cap_all;
     uint64_t next_id, next_event;
@@ -357,7 +369,8 @@ static void evict_oldest(struct webhooks *w)
     w->evicted_total++;
 }
 
-static struct delivery *file_one(struct webhooks *w, struct event *e, const char *url,
+static struct delivery *file_one(struct webhooks *w, struct event *e,
+                                 const struct receivers *rx, const char *url,
                                  const char tid[35], uint64_t duplicate_of)
 {
     struct delivery *d = calloc(1, sizeof *d);
@@ -371,20 +384,41 @@ static struct delivery *file_one(struct webhooks *w, struct event *e, const char
     d->id = ++w->next_id;
     d->ev = e;
     e->refs++;
-    d->success_2xx = w->success_2xx;
+    d->success_2xx = rx->success_2xx;
     memcpy(d->transmission_id, tid, 35);
     d->duplicate_of = duplicate_of;
     w->all[w->n_all++] = d;
     return d;
 }
 
+/* The receivers of tenant t's events (lock held): its own list if it set one, else the
+ * server's. With `create`, t's own list (made empty if it had none), or NULL on OOM. */
+static struct receivers *receivers_of(struct webhooks *w, const struct tenant *t, bool create)
+{
+    if (!t)
+        return &w->server;
+    for (struct receivers *x = w->own; x; x = x->next)
+        if (x->tenant == t)
+            return x;
+    if (!create)
+        return &w->server;
+    struct receivers *x = calloc(1, sizeof *x);
+    if (x) {
+        x->tenant = (struct tenant *)t;
+        x->next = w->own;
+        w->own = x;
+    }
+    return x;
+}
+
 /* One delivery per receiver for event `e` (webhooks lock held), each with its fault drawn. */
 static void file_event(struct webhooks *w, struct event *e, const struct inbound *in)
 {
     int64_t now = now_mono_ns();
-    uint64_t salt = store_ledger(&w->g->store)->salt; /* fixed at start: no lock needed */
+    uint64_t salt = mix64(w->g->instance_id ^ 0x77686b73u); /* "whks": per process */
     uint64_t n_event = w->next_event++;
-    for (size_t i = 0; i < WEBHOOK_MAX_RECEIVERS && w->urls[i]; i++) {
+    const struct receivers *rx = receivers_of(w, e->tenant, false);
+    for (size_t i = 0; i < rx->n; i++) {
         struct rng rng;
         rng_seed_request(&rng, in->seed, RNG_ROUTE_WEBHOOK + (int)i, e->payment_key,
                          strlen(e->payment_key), in->seq);
@@ -392,7 +426,7 @@ static void file_event(struct webhooks *w, struct event *e, const struct inbound
         const struct webhook_faults *f = in->faults;
         char tid[35];
         transmission_id(salt, n_event * WEBHOOK_MAX_RECEIVERS + i, tid);
-        struct delivery *d = file_one(w, e, w->urls[i], tid, 0);
+        struct delivery *d = file_one(w, e, rx, rx->urls[i], tid, 0);
         if (!d)
             continue;
         if (f && u < f->drop_p) {
@@ -404,7 +438,7 @@ static void file_event(struct webhooks *w, struct event *e, const struct inbound
         double delay_ms = f ? latency_sample_ms(&f->delay, &rng) : 0;
         double after_ms = dup ? latency_sample_ms(&f->duplicate_after, &rng) : 0;
         for (int k = 0; k < (dup ? 2 : 1); k++) {
-            struct delivery *x = k == 0 ? d : file_one(w, e, w->urls[i], tid, d->id);
+            struct delivery *x = k == 0 ? d : file_one(w, e, rx, rx->urls[i], tid, d->id);
             if (!x)
                 break;
             if (w->n_pending >= w->max_pending)
@@ -473,9 +507,11 @@ static void on_payment_event(void *ctx, const struct payment_event *ev)
     struct live *l = ev->cause && ev->cause->adm.live ? ev->cause->adm.live : gateway_live(g);
     int64_t since;
     const struct profile *p = live_current(l, now_mono_ns(), &since)->profile;
+    struct tenant *t = ev->store->owner;
     struct inbound in = {
+        .tenant = t,
         .payment = ev->payment,
-        .generation = g->generation, /* the store lock is held */
+        .generation = t->generation, /* the store lock is held */
         .view_cancels = ev->payment->n_cancels,
         .view_status = ev->status,
         .at_us = ev->at_us,
@@ -510,12 +546,13 @@ static struct event *render_event(struct gateway *g, const struct inbound *in)
     if (!e)
         return NULL;
     e->type = EV_PAYMENT_STATUS_CHANGED;
+    e->tenant = in->tenant;
     e->generation = in->generation;
     e->payment_key = (char *)(e + 1);
     e->order_id = e->payment_key + lk + 1;
     memcpy(e->payment_key, p->payment_key, lk + 1);
     memcpy(e->order_id, p->order_id, lo + 1);
-    const struct ledger *l = store_ledger(&g->store);
+    const struct ledger *l = store_ledger(&in->tenant->store);
     if (in->view_status == PAY_DONE && in->view_cancels == 0)
         ledger_tx_key(l, p, -1, e->tx_key);
     else if (in->view_cancels > 0)
@@ -540,13 +577,17 @@ static struct event *render_event(struct gateway *g, const struct inbound *in)
     return e;
 }
 
+/* Under the store lock (one lock guards every tenant's store, so any tenant's section will
+ * do): render each event whose tenant has not been reset since. */
 static int render_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
 {
     (void)s;
     (void)r;
     struct render_batch *rb = arg;
     for (size_t i = 0; i < rb->n; i++)
-        rb->out[i] = rb->in[i].generation == g->generation ? render_event(g, &rb->in[i]) : NULL;
+        rb->out[i] = rb->in[i].generation == rb->in[i].tenant->generation
+                         ? render_event(g, &rb->in[i])
+                         : NULL;
     return 0;
 }
 
@@ -574,13 +615,13 @@ static void drain_inbox(struct webhooks *w, int64_t *wait_ms)
     struct event **out = calloc(n, sizeof *out);
     if (out) {
         struct render_batch rb = {in, n, out};
-        gateway_txn(w->g, NULL, render_locked, &rb);
+        gateway_tenant_txn(w->g, gateway_tenant_next(w->g, NULL), render_locked, &rb);
         pthread_mutex_lock(&w->lock);
         for (size_t i = 0; i < n; i++) {
             if (!out[i])
                 continue;
             out[i]->refs = 1; /* the batch's, dropped below */
-            if (out[i]->generation == gateway_generation(w->g))
+            if (out[i]->generation == tenant_generation(out[i]->tenant))
                 file_event(w, out[i], &in[i]);
             event_unref(out[i]);
         }
@@ -924,19 +965,25 @@ int delivery_status_parse(const char *s)
     return -1;
 }
 
-static void set_receivers_locked(struct webhooks *w, const char *const *urls, size_t n,
-                                 bool success_2xx)
+static void receivers_clear(struct receivers *rx)
 {
-    size_t k = 0;
-    for (size_t i = 0; i < WEBHOOK_MAX_RECEIVERS; i++) {
-        free(w->urls[i]);
-        w->urls[i] = NULL;
-    }
+    for (size_t i = 0; i < rx->n; i++)
+        free(rx->urls[i]);
+    rx->n = 0;
+}
+
+static void set_receivers_locked(struct webhooks *w, struct receivers *rx,
+                                 const char *const *urls, size_t n, bool success_2xx)
+{
+    receivers_clear(rx);
     for (size_t i = 0; i < n && i < WEBHOOK_MAX_RECEIVERS; i++)
-        if ((w->urls[k] = strdup(urls[i])))
-            k++;
-    w->success_2xx = success_2xx;
-    atomic_store(&w->n_receivers, k);
+        if ((rx->urls[rx->n] = strdup(urls[i])))
+            rx->n++;
+    rx->success_2xx = success_2xx;
+    size_t any = w->server.n;
+    for (struct receivers *x = w->own; x; x = x->next)
+        any += x->n;
+    atomic_store(&w->n_receivers, any);
 }
 
 struct webhooks *webhooks_start(struct gateway *g, const char *const *urls, size_t n_urls,
@@ -969,7 +1016,7 @@ struct webhooks *webhooks_start(struct gateway *g, const char *const *urls, size
     w->max_pending = max_pending ? max_pending : WEBHOOK_MAX_PENDING_DEFAULT;
     pthread_mutex_init(&w->inbox_lock, NULL);
     pthread_mutex_init(&w->lock, NULL);
-    set_receivers_locked(w, urls, n_urls, false);
+    set_receivers_locked(w, &w->server, urls, n_urls, false);
     if (gateway_subscribe(g, on_payment_event, w) != 0 ||
         pthread_create(&w->thread, NULL, dispatch_main, w) != 0) {
         snprintf(err, ERR_LEN, "webhooks: cannot start the delivery thread");
@@ -1006,8 +1053,12 @@ void webhooks_stop(struct webhooks *w)
     curl_global_cleanup();
     close(w->epfd);
     close(w->wakefd);
-    for (size_t i = 0; i < WEBHOOK_MAX_RECEIVERS; i++)
-        free(w->urls[i]);
+    receivers_clear(&w->server);
+    for (struct receivers *x = w->own, *next; x; x = next) {
+        next = x->next;
+        receivers_clear(x);
+        free(x);
+    }
     free(w->all);
     free(w->inbox);
     free(w->real.t);
@@ -1037,13 +1088,19 @@ static void heap_filter(struct webhooks *w, struct heap *h)
         heap_sift_down(h, i);
 }
 
-void webhooks_reset(struct webhooks *w)
+/* Does the reset of `t` (NULL: every tenant) drop what belongs to tenant `of` at generation
+ * `gen`? Only what a reset has overtaken: events of the tenant's current ledger stay. */
+static bool dropped_by_reset(const struct tenant *t, const struct tenant *of, uint64_t gen)
 {
-    uint64_t gen = gateway_generation(w->g);
+    return (!t || t == of) && gen < tenant_generation(of);
+}
+
+void webhooks_reset(struct webhooks *w, const struct tenant *t)
+{
     pthread_mutex_lock(&w->inbox_lock);
     size_t keep = 0;
     for (size_t i = 0; i < w->n_inbox; i++)
-        if (w->inbox[i].generation >= gen)
+        if (!dropped_by_reset(t, w->inbox[i].tenant, w->inbox[i].generation))
             w->inbox[keep++] = w->inbox[i];
     w->n_inbox = keep;
     pthread_mutex_unlock(&w->inbox_lock);
@@ -1052,7 +1109,7 @@ void webhooks_reset(struct webhooks *w)
     keep = 0;
     for (size_t i = 0; i < w->n_all; i++) {
         struct delivery *d = w->all[i];
-        if (d->ev->generation >= gen) {
+        if (!dropped_by_reset(t, d->ev->tenant, d->ev->generation)) {
             w->all[keep++] = d;
             continue;
         }
@@ -1070,32 +1127,42 @@ void webhooks_reset(struct webhooks *w)
     w->n_all = keep;
     heap_filter(w, &w->real);
     heap_filter(w, &w->biz);
-    w->n_resends = 0;
-    memset(w->attempts_total, 0, sizeof w->attempts_total);
-    w->evicted_total = 0;
+    if (!t) { /* the server's counters restart with a server-wide reset only */
+        w->n_resends = 0;
+        memset(w->attempts_total, 0, sizeof w->attempts_total);
+        w->evicted_total = 0;
+    }
     pthread_mutex_unlock(&w->lock);
     wake(w);
 }
 
-void webhooks_set_receivers(struct webhooks *w, const char *const *urls, size_t n,
-                            bool success_2xx)
+int webhooks_set_receivers(struct webhooks *w, const struct tenant *t,
+                           const char *const *urls, size_t n, bool success_2xx)
 {
     pthread_mutex_lock(&w->lock);
-    set_receivers_locked(w, urls, n, success_2xx);
+    struct receivers *rx = receivers_of(w, t, true);
+    if (rx)
+        set_receivers_locked(w, rx, urls, n, success_2xx);
     pthread_mutex_unlock(&w->lock);
+    return rx ? 0 : -1;
 }
 
-void webhooks_render_receivers(struct webhooks *w, struct buf *b)
+void webhooks_render_receivers(struct webhooks *w, const struct tenant *t, struct buf *b)
 {
     pthread_mutex_lock(&w->lock);
+    const struct receivers *rx = receivers_of(w, t, false);
     buf_adds(b, "{\"urls\":[");
-    for (size_t i = 0; i < WEBHOOK_MAX_RECEIVERS && w->urls[i]; i++) {
+    for (size_t i = 0; i < rx->n; i++) {
         if (i)
             buf_addc(b, ',');
-        buf_add_json_strz(b, w->urls[i]);
+        buf_add_json_strz(b, rx->urls[i]);
     }
     buf_adds(b, "],\"success\":");
-    buf_adds(b, w->success_2xx ? "\"2xx\"}" : "\"200\"}");
+    buf_adds(b, rx->success_2xx ? "\"2xx\"" : "\"200\"");
+    if (t)
+        buf_adds(b, rx->tenant ? ",\"own\":true}" : ",\"own\":false}");
+    else
+        buf_addc(b, '}');
     pthread_mutex_unlock(&w->lock);
 }
 
@@ -1114,7 +1181,13 @@ static void render_delivery(struct webhooks *w, struct buf *b, const struct deli
     buf_adds(b, EVENT_TYPE_NAMES[d->ev->type]);
     buf_adds(b, "\",\"transmission_id\":\"");
     buf_adds(b, d->transmission_id);
-    buf_adds(b, "\",\"payment_key\":");
+    buf_adds(b, "\",\"tenant\":");
+    const char *key = tenant_key(d->ev->tenant);
+    if (key)
+        buf_add_json_strz(b, key);
+    else
+        buf_adds(b, "null");
+    buf_adds(b, ",\"payment_key\":");
     buf_add_json_strz(b, d->ev->payment_key);
     buf_adds(b, ",\"order_id\":");
     buf_add_json_strz(b, d->ev->order_id);
@@ -1174,7 +1247,8 @@ static void render_delivery(struct webhooks *w, struct buf *b, const struct deli
 
 static bool matches(const struct delivery *d, const struct delivery_filter *f)
 {
-    return (!f->payment_key || strcmp(f->payment_key, d->ev->payment_key) == 0) &&
+    return (!f->tenant || f->tenant == d->ev->tenant) &&
+           (!f->payment_key || strcmp(f->payment_key, d->ev->payment_key) == 0) &&
            (!f->order_id || strcmp(f->order_id, d->ev->order_id) == 0) &&
            (f->status < 0 || (int)d->status == f->status);
 }

@@ -20,6 +20,7 @@
 #include "common.h"
 
 struct gateway;
+struct tenant;
 struct webhooks;
 
 /* At most this many receivers (--webhook-url, PUT /__admin/webhooks). */
@@ -51,21 +52,25 @@ void webhooks_stop(struct webhooks *w);
 /* Wake the dispatcher to look at its timers now (the gateway clock moved). Thread: any. */
 void webhooks_wake(struct webhooks *w);
 
-/* POST /__admin/reset: drop every pending delivery, the deliveries journal and the counters,
- * for events of ledgers before the gateway's current generation. Thread: any. */
-void webhooks_reset(struct webhooks *w);
+/* POST /__admin/reset: drop the pending deliveries and the journal of deliveries of events
+ * from ledgers a reset has emptied -- every tenant's (t NULL; the counters restart too) or
+ * tenant t's. Thread: any. */
+void webhooks_reset(struct webhooks *w, const struct tenant *t);
 
-/* PUT /__admin/webhooks: replace the receivers with `n` URLs (checked by the caller) and the
- * success rule (`success_2xx`: any 2xx; else exactly 200). Deliveries already filed keep their
- * receiver. Thread: any. */
-void webhooks_set_receivers(struct webhooks *w, const char *const *urls, size_t n,
-                            bool success_2xx);
+/* PUT /__admin/webhooks: replace the receivers -- the server's (t NULL), or tenant t's own,
+ * which its events go to instead of the server's from now on -- with `n` URLs (checked by the
+ * caller) and the success rule (`success_2xx`: any 2xx; else exactly 200). Deliveries already
+ * filed keep their receiver. 0, or -1 on out of memory. Thread: any. */
+int webhooks_set_receivers(struct webhooks *w, const struct tenant *t,
+                           const char *const *urls, size_t n, bool success_2xx);
 
-/* {"urls": [...], "success": "200" | "2xx"} into b. Thread: any. */
-void webhooks_render_receivers(struct webhooks *w, struct buf *b);
+/* {"urls": [...], "success": "200" | "2xx"} into b: the server's, or (t) the receivers of t's
+ * events, with "own": whether they are its own. Thread: any. */
+void webhooks_render_receivers(struct webhooks *w, const struct tenant *t, struct buf *b);
 
 /* GET /__admin/webhooks/deliveries filters; NULL / -1 / 0 = not filtered. */
 struct delivery_filter {
+    const struct tenant *tenant; /* only its deliveries; NULL: every tenant's */
     const char *payment_key;
     const char *order_id;
     int status;              /* enum delivery_status, or -1 */
