@@ -1,6 +1,8 @@
-/* observe.c -- journal, metrics and access log (see observe.h). Counting happens once, at
- * completion, from what the request recorded in r->obs; the payment counters come from the
- * store's events, so no commit path counts by hand. */
+/* observe.c -- journal, metrics and access log (see observe.h). Counting and judging happen
+ * once, when the answer is handed over (or at completion for one dripped or never sent), from
+ * what the request recorded in r->obs; the journal entry and the in-flight counts end at
+ * completion; the payment counters come from the store's events, so no commit path counts by
+ * hand. */
 #include "observe.h"
 
 #include <stdatomic.h>
@@ -151,12 +153,31 @@ static struct journal_entry ending_of(const struct request *r, bool completed_ok
     return e;
 }
 
-/* The whole request, as the report judges it (identity as the journal has it). Once. */
+static void count(struct metrics *m, const struct request *r)
+{
+    const struct observe_state *o = &r->obs;
+    atomic_fetch_add(&m->requests[r->route][o->outcome], 1);
+    if (o->outcome == OUT_REPLAYED)
+        atomic_fetch_add(&m->replays, 1);
+    if (o->outcome == OUT_CONFLICT)
+        atomic_fetch_add(&m->conflicts, 1);
+    if (o->outcome == OUT_THROTTLED)
+        atomic_fetch_add(&m->throttled[r->route], 1);
+    if (o->key_reuse)
+        atomic_fetch_add(&m->key_reuse, 1);
+    if (o->planned) /* what was really injected: the queue, and the latency if it got there */
+        metrics_observe_latency(m, spent_latency_ms(r));
+}
+
+/* The whole request, counted in the metrics and judged by the report (identity as the
+ * journal has it). Once: when its answer is handed over, so a client that reads /metrics or
+ * the report right after its answer finds it there; else at completion. */
 static void judge(struct gateway *g, struct request *r, const struct journal_entry *end)
 {
     if (r->obs.judged || r->obs.straddled_reset)
         return;
     r->obs.judged = true;
+    count(&g->metrics, r);
     struct journal_entry q = *end;
     q.route = (int)r->route;
     q.arrived_mono_ns = r->arrived_ns;
@@ -172,22 +193,6 @@ void observe_sent(struct gateway *g, struct request *r)
     struct journal_entry e = ending_of(r, true);
     e.sent_mono_ns = now_mono_ns(); /* http.c stamps sent_ns just after this */
     judge(g, r, &e);
-}
-
-static void count(struct metrics *m, const struct request *r)
-{
-    const struct observe_state *o = &r->obs;
-    atomic_fetch_add(&m->requests[r->route][o->outcome], 1);
-    if (o->outcome == OUT_REPLAYED)
-        atomic_fetch_add(&m->replays, 1);
-    if (o->outcome == OUT_CONFLICT)
-        atomic_fetch_add(&m->conflicts, 1);
-    if (o->outcome == OUT_THROTTLED)
-        atomic_fetch_add(&m->throttled[r->route], 1);
-    if (o->key_reuse)
-        atomic_fetch_add(&m->key_reuse, 1);
-    if (o->planned) /* what was really injected: the queue, and the latency if it got there */
-        metrics_observe_latency(m, spent_latency_ms(r));
 }
 
 void observe_complete(struct gateway *g, struct request *r, bool completed_ok)
@@ -206,8 +211,7 @@ void observe_complete(struct gateway *g, struct request *r, bool completed_ok)
     journal_update(&g->journal, r->obs.journal_id, &e);
     if (!g->cfg->quiet)
         access_log(g, r, &e);
-    if (r->obs.straddled_reset) /* its entry, counters and report were emptied by the reset */
-        return;
-    count(&g->metrics, r);
-    judge(g, r, &e); /* if observe_sent did not (a dripped answer, or one never sent) */
+    /* Counted and judged now if observe_sent did not (a dripped answer, or one never sent);
+     * never when a reset overtook it: its counters and report were emptied. */
+    judge(g, r, &e);
 }

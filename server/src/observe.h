@@ -35,9 +35,10 @@ void observe_identity(struct gateway *g, struct request *r, const char *order_id
 void observe_fault(struct gateway *g, const struct request *r);
 
 /* r's answer is being handed to libmicrohttpd now (r->obs.client_gone already looked at), or
- * lost on the wire: the report judges it here, so a resend that arrives while the answer is
- * still being written is judged against it (docs/admin.md §5). An answer dripped over time
- * (WIRE_DRIP) is judged at completion instead: the client has it only then. Thread: worker. */
+ * lost on the wire: it is counted in the metrics and judged by the report here, so a resend,
+ * or a read of /metrics, that comes right after the client read its answer finds it there
+ * (docs/admin.md §5). An answer dripped over time (WIRE_DRIP) is counted and judged at
+ * completion instead: the client has it only then. Thread: worker. */
 void observe_sent(struct gateway *g, struct request *r);
 
 /* r's response has ended (or its connection closed); `completed_ok`: libmicrohttpd sent all

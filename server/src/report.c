@@ -446,6 +446,7 @@ static void identify_locked(struct report *rp, struct report_mark *m,
                             const struct journal_entry *e, bool will_process)
 {
     m->identified = true;
+    m->epoch = rp->epoch;
     m->body_hash = e->body_hash;
     if (e->route < 0 || e->route >= REPORT_ROUTES) /* route other: nothing to judge */
         return;
@@ -491,7 +492,9 @@ void report_identify(struct report *rp, struct report_mark *m, const struct jour
 void report_end(struct report *rp, struct report_mark *m, const struct journal_entry *e)
 {
     pthread_mutex_lock(&rp->lock);
-    if (m->id < rp->first_id) { /* begun before the last reset: it belongs to that run */
+    /* Begun before the last reset, or identified before it (a request that arrived while the
+     * reset ran): it belongs to that run, and its records are gone. */
+    if (m->id < rp->first_id || (m->identified && m->epoch != rp->epoch)) {
         pthread_mutex_unlock(&rp->lock);
         return;
     }
@@ -607,6 +610,7 @@ void report_reset(struct report *rp, int64_t since_unix_us, uint64_t first_id)
     state_init(rp); /* out of memory: no buckets, and rec_get creates nothing */
     rp->since_unix_us = since_unix_us;
     rp->first_id = first_id;
+    rp->epoch++;
     pthread_mutex_unlock(&rp->lock);
 }
 

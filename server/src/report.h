@@ -35,6 +35,8 @@ struct report {
     pthread_mutex_t lock;
     size_t max_identities;         /* the bound on n_recs */
     uint64_t first_id;             /* journal ids below this belong to an earlier run */
+    uint32_t epoch;                /* resets so far: a mark identified in another epoch points
+                                      at records a reset freed */
     int64_t since_unix_us;         /* the last reset, or the start */
     uint64_t judged;               /* requests ended since then */
     uint64_t unjudged;             /* of those, requests whose identity found no room */
@@ -53,6 +55,7 @@ struct report {
 struct report_mark {
     uint64_t id;                   /* its journal id (0: not begun) */
     bool identified;               /* report_identify ran (or report_end stood in for it) */
+    uint32_t epoch;                /* the report's epoch when it was identified */
     bool processing;               /* counted as processing in its order's and paymentKey's
                                       state until it ends */
     uint64_t key_hash;             /* its Idempotency-Key's hash (with has_key) */

@@ -122,7 +122,7 @@ struct observe_state {
     bool client_gone;      /* the client had closed its side before the answer was sent
                               (http.c) */
     struct report_mark report; /* its steps through the report (report.c) */
-    bool judged;           /* the report judged it (observe_sent, else at completion) */
+    bool judged;           /* counted and judged (observe_sent, else at completion) */
 };
 
 struct idem_record;
