@@ -205,14 +205,16 @@ char *padded_body(const char *pk, const char *oid, size_t size)
     return b;
 }
 
-int confirm_with(const fg_server *s, const char *pk, const char *oid, long long amount,
-                 const char *key, const char *extra, long timeout_ms, fg_response *r)
+/* confirm_with under the Authorization line `auth`. */
+static int confirm_auth(const fg_server *s, const char *auth, const char *pk, const char *oid,
+                        long long amount, const char *key, const char *extra, long timeout_ms,
+                        fg_response *r)
 {
     char body[512], key_line[400];
     snprintf(body, sizeof body, "{\"paymentKey\":\"%s\",\"orderId\":\"%s\",\"amount\":%lld}", pk,
              oid, amount);
     snprintf(key_line, sizeof key_line, "Idempotency-Key: %s", key != NULL ? key : "");
-    const char *headers[4] = {s->auth_header, NULL, NULL, NULL};
+    const char *headers[4] = {auth, NULL, NULL, NULL};
     size_t n = 1;
     if (extra != NULL)
         headers[n++] = extra;
@@ -221,6 +223,21 @@ int confirm_with(const fg_server *s, const char *pk, const char *oid, long long 
     fg_request req = {.method = "POST", .path = CONFIRM_PATH, .body = body, .headers = headers,
                       .timeout_ms = timeout_ms, .forbid_reuse = true};
     return fg_http(s, NULL, &req, r);
+}
+
+int confirm_with(const fg_server *s, const char *pk, const char *oid, long long amount,
+                 const char *key, const char *extra, long timeout_ms, fg_response *r)
+{
+    return confirm_auth(s, s->auth_header, pk, oid, amount, key, extra, timeout_ms, r);
+}
+
+int confirm_as_key(const fg_server *s, const char *secret_key, const char *pk, const char *oid,
+                   long long amount, const char *key, long timeout_ms, fg_response *r)
+{
+    char cred[200], auth[320];
+    snprintf(cred, sizeof cred, "%s:", secret_key);
+    fg_basic_auth(cred, auth, sizeof auth);
+    return confirm_auth(s, auth, pk, oid, amount, key, NULL, timeout_ms, r);
 }
 
 int confirm_fresh(const fg_server *s, const char *pk, const char *oid, long long amount,

@@ -103,6 +103,11 @@ int confirm_with(const fg_server *s, const char *pk, const char *oid, long long 
 int confirm_fresh(const fg_server *s, const char *pk, const char *oid, long long amount,
                   const char *key, long timeout_ms, fg_response *r);
 
+/* confirm_fresh with secret key `secret_key` instead of the server's: a tenant of its own
+ * (docs/tenants.md §9). */
+int confirm_as_key(const fg_server *s, const char *secret_key, const char *pk, const char *oid,
+                   long long amount, const char *key, long timeout_ms, fg_response *r);
+
 /* GET /v1/payments/orders/{oid} into *r (caller finis it). */
 void get_order(const fg_server *s, const char *oid, fg_response *r);
 /* The order's status now (copied into buf; "" unless it answers 200 with a status). */

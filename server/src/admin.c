@@ -381,8 +381,11 @@ enum handler_result admin_report(struct gateway *g, struct request *r)
         report_render_state(&t->report, &b);
         return respond_buf(r, 200, &b);
     }
-    /* The whole server: every tenant's report and the one of requests with no key. */
-    size_t cap = g->n_tenants + 1, n = 0;
+    /* The whole server: every tenant's report and the one of requests with no key. The list
+     * is walked, not n_tenants read: that is written under the tenants lock. */
+    size_t cap = 1, n = 0;
+    for (struct tenant *x = gateway_tenant_next(g, NULL); x; x = gateway_tenant_next(g, x))
+        cap++;
     struct report **v = malloc(cap * sizeof *v);
     if (!v) {
         request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);

@@ -156,8 +156,9 @@ static int parse_response(char *raw, size_t n, struct cli_http_response *r, char
     return 0;
 }
 
-int cli_http_get(const char *host, unsigned port, const char *path, const char *header,
-                 int64_t timeout_ms, struct cli_http_response *r, char err[ERR_LEN])
+int cli_http_get(const char *host, unsigned port, const char *path,
+                 const char *const *headers, int64_t timeout_ms, struct cli_http_response *r,
+                 char err[ERR_LEN])
 {
     memset(r, 0, sizeof *r);
     int64_t deadline = now_mono_ns() + timeout_ms * NS_PER_MS;
@@ -182,11 +183,13 @@ int cli_http_get(const char *host, unsigned port, const char *path, const char *
             snprintf(err, ERR_LEN, "%s", strerror(e));
         return -1;
     }
-    char req[1024];
-    int len = snprintf(req, sizeof req,
-                       "GET %s HTTP/1.1\r\nHost: %s\r\n%s%sConnection: close\r\n\r\n", path,
-                       strchr(host, ':') ? "localhost" : host, header ? header : "",
-                       header ? "\r\n" : "");
+    char req[4096];
+    int len = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: %s\r\n", path,
+                       strchr(host, ':') ? "localhost" : host);
+    for (size_t i = 0; headers && headers[i] && len >= 0 && (size_t)len < sizeof req; i++)
+        len += snprintf(req + len, sizeof req - (size_t)len, "%s\r\n", headers[i]);
+    if (len >= 0 && (size_t)len < sizeof req)
+        len += snprintf(req + len, sizeof req - (size_t)len, "Connection: close\r\n\r\n");
     int rc = -1;
     char *raw = NULL;
     size_t n = 0, cap = 0;

@@ -19,13 +19,15 @@ struct cli_http_response {
 };
 
 /* GET `path` from `host` (a name or an address; IPv6 without brackets) on TCP `port` (1 ..
- * 65535), with the extra header line `header` ("Name: value", without CRLF; NULL: none), giving
- * up `timeout_ms` milliseconds (> 0) after the call began. Every address the host resolves to
+ * 65535), with the extra header lines `headers` ("Name: value", without CRLF; NULL-terminated,
+ * may be NULL; the whole request at most 4 KiB), giving up `timeout_ms` milliseconds (> 0)
+ * after the call began. Every address the host resolves to
  * is tried in turn. Returns 0 with *r filled when a whole response arrived (caller must
  * cli_http_response_fini it), or -1 with *r zeroed and a short reason in err ("connection
  * refused", "timed out after 2.0 s", "not an HTTP response", ...). Thread: any; blocking. */
-int cli_http_get(const char *host, unsigned port, const char *path, const char *header,
-                 int64_t timeout_ms, struct cli_http_response *r, char err[ERR_LEN]);
+int cli_http_get(const char *host, unsigned port, const char *path,
+                 const char *const *headers, int64_t timeout_ms, struct cli_http_response *r,
+                 char err[ERR_LEN]);
 
 /* Free what *r owns and zero it. */
 void cli_http_response_fini(struct cli_http_response *r);

@@ -81,7 +81,9 @@ static void usage(FILE *f)
                "       fakegate probe [--host ADDR] [--port N | --port-file PATH] [--timeout SECONDS]\n"
                "                 exit 0 once a server answers GET /healthz (retry up to SECONDS)\n"
                "       fakegate report [--host ADDR] [--port N | --port-file PATH] [--admin-token TOKEN]\n"
-               "                 print GET /__admin/report; exit 0 no findings, 1 findings, 2 no server\n\n"
+               "                       [--tenant KEY]\n"
+               "                 print GET /__admin/report (--tenant: that secret key's only);\n"
+               "                 exit 0 no findings, 1 findings, 2 no server\n\n"
                "A fake Toss-Payments-like gateway for integration tests. Options (each also read from\n"
                "the environment variable shown; flags win over the environment):\n");
     for (int i = 0; i < O_COUNT; i++) {

@@ -27,6 +27,8 @@
 #define MAX_TIMEOUT_S 86400.0
 /* Room for "HOST:PORT" or "HOST (port from PATH)". */
 #define PATH_MAX_WHERE 4352
+/* Longest --tenant: a secret key, sent as one header line. */
+#define TENANT_MAX 256
 
 const char *const subcmd_names[] = {"probe", "report", NULL};
 
@@ -39,12 +41,29 @@ struct target {
     const char *port_file;
     double timeout_s;        /* probe only */
     const char *admin_token; /* report only */
+    const char *tenant;      /* report only: X-Fakegate-Tenant, or NULL */
     bool port_flag, port_file_flag; /* given on the command line */
 };
 
-enum flag { F_HOST, F_PORT, F_PORT_FILE, F_TIMEOUT, F_ADMIN_TOKEN, F_HELP, F_COUNT };
+enum flag { F_HOST, F_PORT, F_PORT_FILE, F_TIMEOUT, F_ADMIN_TOKEN, F_TENANT, F_HELP, F_COUNT };
 static const char *const flag_names[F_COUNT + 1] = {"host", "port", "port-file", "timeout",
-                                                    "admin-token", "help", NULL};
+                                                    "admin-token", "tenant", "help", NULL};
+
+/* Flag k belongs to the other subcommand. */
+static bool not_ours(int k, bool is_probe)
+{
+    return is_probe ? k == F_ADMIN_TOKEN || k == F_TENANT : k == F_TIMEOUT;
+}
+
+/* A secret key fit for one header line: 1 .. TENANT_MAX visible ASCII characters. */
+static bool tenant_valid(const char *s)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e)
+            return false;
+    return n > 0 && n <= TENANT_MAX;
+}
 
 static bool parse_port(const char *s, unsigned *out)
 {
@@ -69,9 +88,10 @@ static void usage(FILE *f, const char *cmd)
               f);
     else
         fputs("usage: fakegate report [--host ADDR] [--port N | --port-file PATH] "
-              "[--admin-token TOKEN]\n"
-              "print the findings of GET /__admin/report; exit 0 if there are none, 1 if there\n"
-              "are, 2 if no server answers or the answer is not a report\n",
+              "[--admin-token TOKEN] [--tenant KEY]\n"
+              "print the findings of GET /__admin/report (--tenant: only that secret key's, sent\n"
+              "as X-Fakegate-Tenant); exit 0 if there are none, 1 if there are, 2 if no server\n"
+              "answers or the answer is not a report\n",
               f);
 }
 
@@ -100,10 +120,10 @@ static int parse_args(struct target *t, int argc, char **argv, bool is_probe)
             usage(stdout, t->cmd);
             return 1;
         }
-        if (id < 0 || (id == F_TIMEOUT && !is_probe) || (id == F_ADMIN_TOKEN && is_probe)) {
+        if (id < 0 || not_ours(id, is_probe)) {
             const char *own[F_COUNT + 1], **o = own;
             for (int k = 0; k < F_COUNT; k++)
-                if (!(k == F_TIMEOUT && !is_probe) && !(k == F_ADMIN_TOKEN && is_probe))
+                if (!not_ours(k, is_probe))
                     *o++ = flag_names[k];
             *o = NULL;
             const char *hint = jsonpos_suggest(key, own);
@@ -122,6 +142,14 @@ static int parse_args(struct target *t, int argc, char **argv, bool is_probe)
         case F_PORT: t->port_s = val, t->port_src = "--port", t->port_flag = true; break;
         case F_PORT_FILE: t->port_file = val, t->port_file_flag = true; break;
         case F_ADMIN_TOKEN: t->admin_token = val; break;
+        case F_TENANT:
+            if (!tenant_valid(val)) {
+                fprintf(stderr, "fakegate report: --tenant: a secret key of 1-%d visible ASCII "
+                                "characters\n", TENANT_MAX);
+                return -1;
+            }
+            t->tenant = val;
+            break;
         case F_TIMEOUT: {
             char *end;
             errno = 0;
@@ -331,12 +359,18 @@ int subcmd_report(int argc, char **argv)
         return 2;
     }
     where(&t, port, at, sizeof at);
-    char auth[1024] = "";
-    if (t.admin_token && *t.admin_token)
+    char auth[1024], tenant[TENANT_MAX + 32];
+    const char *headers[3] = {NULL, NULL, NULL}, **h = headers;
+    if (t.admin_token && *t.admin_token) {
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", t.admin_token);
+        *h++ = auth;
+    }
+    if (t.tenant) {
+        snprintf(tenant, sizeof tenant, "X-Fakegate-Tenant: %s", t.tenant);
+        *h++ = tenant;
+    }
     struct cli_http_response r;
-    if (cli_http_get(t.host, port, "/__admin/report", auth[0] ? auth : NULL, REPORT_TIMEOUT_MS,
-                     &r, why) != 0) {
+    if (cli_http_get(t.host, port, "/__admin/report", headers, REPORT_TIMEOUT_MS, &r, why) != 0) {
         fprintf(stderr, "fakegate report: no server answers at %s: %s\n", at, why);
         return 2;
     }
@@ -344,9 +378,11 @@ int subcmd_report(int argc, char **argv)
     const json_t *findings = json_object_get(rep, "findings");
     if (r.status != 200 || !json_is_array(findings)) {
         const char *code = json_string_value(json_object_get(rep, "code"));
-        fprintf(stderr, "fakegate report: %s answered %d%s%s, not a report%s\n", at, r.status,
-                code ? " " : "", code ? code : "",
-                r.status == 401 ? " (give --admin-token or FAKEGATE_ADMIN_TOKEN)" : "");
+        const char *msg = json_string_value(json_object_get(rep, "message"));
+        fprintf(stderr, "fakegate report: %s answered %d%s%s, not a report%s%s%s\n", at,
+                r.status, code ? " " : "", code ? code : "",
+                r.status == 401 ? " (give --admin-token or FAKEGATE_ADMIN_TOKEN)" : "",
+                msg ? ": " : "", msg ? msg : "");
         json_decref(rep);
         cli_http_response_fini(&r);
         return 2;

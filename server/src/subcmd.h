@@ -19,10 +19,12 @@ extern const char *const subcmd_names[];
  * stderr saying why), 2 usage error naming the flag. Thread: main. */
 int subcmd_probe(int argc, char **argv);
 
-/* fakegate report [--host ADDR] [--port N | --port-file PATH] [--admin-token TOKEN]: GET
- * /__admin/report (at most 30 s) and print its findings as text on stdout. Returns the exit
- * code: 0 no findings, 1 findings, 2 no server answered, the answer was not a 200 report, or a
- * usage error. Thread: main. */
+/* fakegate report [--host ADDR] [--port N | --port-file PATH] [--admin-token TOKEN]
+ * [--tenant KEY]: GET /__admin/report (at most 30 s; with X-Fakegate-Tenant: KEY, that tenant's
+ * report, docs/tenants.md §9) and print its findings as text on stdout. Returns the exit code: 0
+ * no findings, 1 findings, 2 no server answered, the answer was not a 200 report (then the
+ * server's message is printed: an unknown tenant's 404 says so), or a usage error. Thread:
+ * main. */
 int subcmd_report(int argc, char **argv);
 
 #endif
