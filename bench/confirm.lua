@@ -6,6 +6,11 @@
 --                replay       one fixed body and one fixed Idempotency-Key for every request
 --   BENCH_PREFIX a string that makes the keys of this run unique (default: the time)
 --   BENCH_OUT    file that done() writes a one-line JSON summary to
+--   BENCH_KEYS   N > 0: each request (modes unique, unique_idem) sets its own Authorization
+--                header, taking the secret keys test_sk_bench_0000 .. test_sk_bench_<N-1> in
+--                turn (N tenants, scenario 8); 1 is the one key test_sk_bench, through the same
+--                per-request code, so the two runs cost the client the same. Unset: the fixed
+--                header below, set once.
 --
 -- The same script drives fakegate and the nginx baseline, so the client-side cost (Lua building
 -- a request) is the same for both.
@@ -18,6 +23,37 @@ wrk.path   = "/v1/payments/confirm"
 wrk.headers["Content-Type"]  = "application/json"
 -- base64("test_sk_bench:")
 wrk.headers["Authorization"] = "Basic dGVzdF9za19iZW5jaDo="
+
+-- Standard base64 (wrk's LuaJIT has no encoder): for the Basic credentials of BENCH_KEYS.
+local B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+local function b64(s)
+   local out = {}
+   for i = 1, #s, 3 do
+      local a, b, c = s:byte(i, i + 2)
+      local n = a * 65536 + (b or 0) * 256 + (c or 0)
+      local q = {}
+      for k = 1, 4 do
+         local v = math.floor(n / 64 ^ (4 - k)) % 64
+         q[k] = B64:sub(v + 1, v + 1)
+      end
+      if not b then q[3] = "=" end
+      if not c then q[4] = "=" end
+      out[#out + 1] = table.concat(q)
+   end
+   return table.concat(out)
+end
+assert(b64("test_sk_bench:") == "dGVzdF9za19iZW5jaDo=")
+
+local n_keys = tonumber(os.getenv("BENCH_KEYS") or "") or 0
+local auth = nil
+if n_keys == 1 then
+   auth = { "Basic " .. b64("test_sk_bench:") }
+elseif n_keys > 1 then
+   auth = {}
+   for i = 0, n_keys - 1 do
+      auth[i + 1] = "Basic " .. b64(string.format("test_sk_bench_%04d:", i))
+   end
+end
 
 local next_thread = 0
 function setup(thread)
@@ -35,6 +71,10 @@ else
    function request()
       counter = counter + 1
       local id = prefix .. "_" .. tostring(tid) .. "_" .. counter
+      if auth then
+         -- the threads start half the keys apart, so they seldom hit one tenant at once
+         wrk.headers["Authorization"] = auth[(counter + (tid - 1) * math.floor(#auth / 2)) % #auth + 1]
+      end
       if idem then
          wrk.headers["Idempotency-Key"] = "ik_" .. id
       end

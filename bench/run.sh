@@ -17,7 +17,8 @@
 # memory-per-identity scenario, default 300000), BENCH_WEBHOOK_ROUNDS (rounds of 1000 confirms
 # for each server in the webhooks scenario, 1-9, default 5), BENCH_KEEP=1 keeps the temp dir.
 # BENCH_ONLY="7" (or "1 3", "5b,7": names separated by spaces or commas) runs only those
-# scenarios: idle, 1 (with 2, which shares its server: "1" or "2" runs both), 3, 4, 5, 5b, 6, 7.
+# scenarios: idle, 1 (with 2, which shares its server: "1" or "2" runs both), 3, 4, 5, 5b, 6, 7,
+# 8.
 # nginx is started only when a chosen scenario needs it. A partial run writes results.json and
 # BENCHMARKS.md only where BENCH_OUT_DIR says (never into the repository by default): without
 # it, it prints the table and keeps the files in the temp dir when BENCH_KEEP=1.
@@ -42,7 +43,7 @@ want() { # SCENARIO... -> true when BENCH_ONLY is unset or names one of them
 }
 if [ -n "$ONLY" ]; then
     for s in $ONLY; do
-        case "$s" in idle | 1 | 2 | 3 | 4 | 5 | 5b | 6 | 7) ;; *) die "BENCH_ONLY: no scenario '$s'" ;; esac
+        case "$s" in idle | 1 | 2 | 3 | 4 | 5 | 5b | 6 | 7 | 8) ;; *) die "BENCH_ONLY: no scenario '$s'" ;; esac
     done
     [ -n "${BENCH_OUT_DIR:-}" ] || OUT_DIR="" # set to the temp dir below
 fi
@@ -259,7 +260,7 @@ ng_kb() { local s=0 p; for p in $(ng_pids); do s=$((s + $(proc_kb "$p" "$1"))); 
 
 # --- measuring helpers -------------------------------------------------------------------------
 RUNID=$(date +%s)
-wrk_run() { # OUT MODE CONNS SECONDS TIMEOUT URL -> $T/OUT.json (+ .txt)
+wrk_run() { # OUT MODE CONNS SECONDS TIMEOUT URL -> $T/OUT.json (+ .txt); BENCH_KEYS passes through
     BENCH_MODE=$2 BENCH_PREFIX="${RUNID}_$1" BENCH_OUT="$T/$1.json" \
         wrk -t2 -c"$3" -d"$4"s --timeout "$5"s -s "$ROOT/bench/confirm.lua" "$6" >"$T/$1.txt" 2>&1
     [ -s "$T/$1.json" ] || { say "wrk $1 wrote no summary: $(cat "$T/$1.txt")"; echo '{}' >"$T/$1.json"; }
@@ -759,6 +760,106 @@ while True:  # accept, keep, never read or answer
               attempts_in_flight_at_sigterm: $infl}')"
 fi
 
+# --- 8. tenants: what an idle tenant costs, and confirms over 1 000 keys ----------------------
+# The claim: "a tenant costs little when idle" (SPEC.md §9: each secret key has its own ledger,
+# idempotency records, attempt counts, report and profile state, made on its first request).
+# One fakegate with the zero profile. The one key test_sk_bench comes first (a 1-s confirm
+# warm-up, which also fills the journal's ring, so later requests add nothing there) and adopts
+# the default tenant, as a single-key user's does. Then RSS (VmRSS) before and after 1000 new
+# keys test_sk_bench_0000..0999, one GET /v1/payments/x each (a read of an unknown payment: it
+# authenticates, so it makes the tenant, and stores no payment; a 404), sent in turn by one
+# curl on one keep-alive connection: (after - before) / 1000 is the RSS of an idle tenant. As a
+# control, 1000 such GETs with the one key (what the requests themselves leave), then 1000 more
+# new keys (1000..1999): linear if the second 1000 cost what the first did. Then confirm
+# throughput, c50, 2 wrk threads, unique orderIds: rotating over the first 1000 keys (each
+# request its own Authorization, BENCH_KEYS=1000 in confirm.lua) against one key (the same
+# per-request code, BENCH_KEYS=1), T8_PAIRS pairs of T8_S seconds, alternating 1 N, N 1, ...
+# after a 1-s warm-up each; a figure is the requests of all its runs over their time.
+T8_S=4
+T8_PAIRS=3
+T8_RUNS="$T/s8_runs.txt"
+tenant_gets() { # PORT FROM TO KEYFMT TAG -> 1000 GETs, one key each (KEYFMT: a printf format)
+    awk -v port="$1" -v a="$2" -v b="$3" -v fmt="$4" 'BEGIN {
+        for (i = a; i < b; i++) {
+            if (i > a) print "next"
+            printf "url = \"http://127.0.0.1:%d/v1/payments/x\"\n", port
+            printf "user = \"" fmt ":\"\n", i
+            print "output = \"/dev/null\""
+            print "write-out = \"%{http_code}\\n\""
+        } }' >"$T/$5.curl"
+    curl --no-progress-meter -K "$T/$5.curl" >"$T/$5.codes" 2>"$T/$5.err"
+}
+codes_404() { grep -c '^404$' "$T/$1.codes"; }
+if want 8; then
+    say "8. tenants: RSS per idle tenant (2 x 1000 new keys), confirms over 1000 keys vs one (c50, $T8_PAIRS pairs of ${T8_S}s)"
+    start_fg tenants "$T/zero.json"
+    T8U="http://127.0.0.1:$FG_PORT/"
+    BENCH_KEYS=1 wrk_run s8_warm1 unique 50 1 5 "$T8U"
+    sleep 0.3
+    t8r0=$(proc_kb "$FG_PID" VmRSS)
+    t8a=$EPOCHREALTIME
+    tenant_gets "$FG_PORT" 0 1000 "test_sk_bench_%04d" s8_new1
+    t8b=$EPOCHREALTIME
+    sleep 0.3
+    t8r1=$(proc_kb "$FG_PID" VmRSS)
+    tenant_gets "$FG_PORT" 0 1000 "test_sk_bench" s8_ctl # %d unused: the one key each time
+    sleep 0.3
+    t8r2=$(proc_kb "$FG_PID" VmRSS)
+    tenant_gets "$FG_PORT" 1000 2000 "test_sk_bench_%04d" s8_new2
+    sleep 0.3
+    t8r3=$(proc_kb "$FG_PID" VmRSS)
+    T8_LAST=$(curl -s -o /dev/null -w '%{http_code}' -H 'X-Fakegate-Tenant: test_sk_bench_1999' \
+        "http://127.0.0.1:$FG_PORT/__admin/report") # 200: the 2000th tenant exists (404 if not)
+    BENCH_KEYS=1000 wrk_run s8_warmN unique 50 1 5 "$T8U"
+    : >"$T8_RUNS"
+    for p in $(seq "$T8_PAIRS"); do
+        if [ $((p % 2)) = 1 ]; then order="1 1000"; else order="1000 1"; fi
+        for k in $order; do
+            c0=$(cpu_ticks "$FG_PID")
+            BENCH_KEYS=$k wrk_run "s8_${p}_$k" unique 50 "$T8_S" 5 "$T8U"
+            c1=$(cpu_ticks "$FG_PID")
+            echo "$k $p $(jq -r '"\(.requests // 0) \(.duration_us // 0)"' "$T/s8_${p}_$k.json") $(errs "s8_${p}_$k") $((c1 - c0))" >>"$T8_RUNS"
+        done
+    done
+    t8r4=$(proc_kb "$FG_PID" VmRSS)
+    TEN_ONE=$(curl -s -H 'X-Fakegate-Tenant: test_sk_bench_0500' "http://127.0.0.1:$FG_PORT/__admin/report" |
+        jq '.judged_requests // null' 2>/dev/null)
+    stop_pid "$FG_PID"
+    per() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.0f", (b - a) * 1024 / 1000}'; }
+    T8_PER1=$(per "$t8r0" "$t8r1"); T8_CTL=$(per "$t8r1" "$t8r2"); T8_PER2=$(per "$t8r2" "$t8r3")
+    t8rate() { awk -v k="$1" '$1 == k {n += $3; us += $4} END {printf "%.1f", us ? n / (us / 1e6) : 0}' "$T8_RUNS"; }
+    t8sum() { awk -v k="$1" -v c="$2" '$1 == k {s += $c} END {print s + 0}' "$T8_RUNS"; }
+    t8cpu() { awk -v k="$1" -v hz="$CLK_TCK" '$1 == k {t += $6; n += $3} END {printf "%.1f", n ? t / hz * 1e6 / n : 0}' "$T8_RUNS"; }
+    T8_RN=$(t8rate 1000); T8_R1=$(t8rate 1); T8_EN=$(t8sum 1000 5); T8_E1=$(t8sum 1 5)
+    t8_runs_json=$(jq -Rsc '[split("\n")[] | select(length > 0) | split(" ") |
+        {keys: (.[0] | tonumber), pair: (.[1] | tonumber), requests: (.[2] | tonumber),
+         req_per_s: ((.[2] | tonumber) / ((.[3] | tonumber) / 1e6) | . * 10 | round / 10),
+         errors: (.[4] | tonumber), cpu_ticks: (.[5] | tonumber)}]' "$T8_RUNS")
+    result "8 tenants" "RSS growth per idle tenant: 1000 new secret keys, one GET /v1/payments/x each (404)" "bytes" \
+        "$T8_PER1" "" lower "<= 16 KiB (16384 bytes) per idle tenant" \
+        "$(tf "$T8_PER1 <= 16384 && $(codes_404 s8_new1) == 1000")" \
+        "$(jq -cn --argjson r0 "$t8r0" --argjson r1 "$t8r1" --argjson r2 "$t8r2" --argjson r3 "$t8r3" \
+            --argjson ctl "$T8_CTL" --argjson last "${T8_LAST:-0}" --argjson n404 "$(codes_404 s8_new1)" \
+            --arg s "$(awk -v a="${t8a//[.,]/}" -v b="${t8b//[.,]/}" 'BEGIN{printf "%.2f", (b - a) / 1e6}')" \
+            '{rss_kb: {before: $r0, after_1000_new: $r1, after_1000_same_key: $r2, after_1000_more_new: $r3},
+              control_bytes_per_request_same_key: $ctl, answers_404: $n404,
+              admin_report_status_of_tenant_1999: $last,
+              seconds_for_1000_new_keys: ($s | tonumber),
+              note: "VmRSS, kB granularity; the figure includes what one GET leaves (the control row: the same 1000 GETs with the one key)"}')"
+    result "8 tenants" "the same, the next 1000 new keys (linearity; baseline column: the first 1000)" "bytes" \
+        "$T8_PER2" "$T8_PER1" lower "" null \
+        "$(jq -cn --argjson n404 "$(codes_404 s8_new2)" '{answers_404: $n404}')"
+    result "8 tenants" "confirm throughput rotating over 1000 keys, c50 (baseline column: one key, same run, alternating)" "req/s" \
+        "$T8_RN" "$T8_R1" higher ">= 0.9 x one key (no errors)" \
+        "$(tf "$T8_RN >= 0.9 * $T8_R1 && $T8_EN == 0 && $T8_E1 == 0")" \
+        "$(jq -cn --argjson runs "$t8_runs_json" --argjson np "$T8_PAIRS" --argjson s "$T8_S" \
+            --argjson cn "$(t8cpu 1000)" --argjson c1 "$(t8cpu 1)" --argjson r4 "$t8r4" \
+            --argjson j "${TEN_ONE:-null}" \
+            '{pairs: $np, seconds_each: $s, order: "1 N, N 1, 1 N (after a 1-s warm-up each)",
+              cpu_us_per_confirm: {keys_1000: $cn, one_key: $c1}, rss_after_kb: $r4,
+              judged_requests_of_tenant_0500: $j, per_run: $runs}')"
+fi
+
 # --- output ------------------------------------------------------------------------------------
 [ "$NG_PID" = 0 ] || stop_pid "$NG_PID"
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -811,6 +912,7 @@ TABLE=$(fmt)
     echo "Ratios are fakegate / nginx. nginx: \`worker_processes auto\`, \`return 200\` with a real ${BODY_BYTES}-byte fakegate confirm body, keep-alive unlimited; held: \`echo_sleep 2\` (libnginx-mod-http-echo)$([ "$HAVE_ECHO" = 1 ] || echo ' -- not installed in this run, so no held baseline')."
     echo "Bare libmicrohttpd: bench/baremhd.c, libmicrohttpd $(pkg-config --modversion libmicrohttpd 2>/dev/null || echo '?') alone with fakegate's daemon settings (2 epoll worker threads, suspend/resume, 10 KiB connection pool, backlog 4096), the same body, no ledger, idempotency, journal or rendering (in the second row, each request body parsed with jansson, as fakegate must); held: suspended and resumed 2 s later by a timer thread, as fakegate does. It is run for the confirm and held scenarios only: what fakegate adds is the difference."
     want 7 && echo "Scenario 7 compares fakegate with itself: its nginx column is the same fakegate, same profile and client, with no webhook receiver; its ratio is with receiver / without."
+    want 8 && echo "Scenario 8 compares fakegate with itself too: its nginx column is, for the second row, the first 1000 tenants' figure (ratio: linearity), and for the third the same run's confirms with one key (ratio: 1000 keys / one)."
     echo "<!-- end of generated part -->"
 } >"$T/generated.md"
 MD="$OUT_DIR/BENCHMARKS.md"

@@ -31,7 +31,8 @@ static const struct {
 #define ROUTE_CONFIRM_ID 0         /* enum route_id's ROUTE_CONFIRM (profile.h) */
 #define SYNC_WINDOW_NS (10 * INT64_C(1000000))
 #define STORM_ARRIVALS 4           /* "more than 3" */
-#define FIRST_BUCKETS 1024
+#define FIRST_BUCKETS 64 /* doubled as records come (grow): a tenant that sent a few requests
+                             holds 512 bytes of table, not 8 KiB */
 
 enum rec_kind { REC_ID = 0, REC_ORDER, REC_PK };
 
@@ -124,10 +125,16 @@ static uint64_t rec_hash(int kind, int route, const char *s, size_t len)
     return hash64(s, len, (uint64_t)(kind * REPORT_ROUTES + route) + 1);
 }
 
-/* Records come from 1 MiB chunks, mapped and faulted in at once (one system call instead of a
+/* Records come from chunks, each mapped and faulted in at once (one system call instead of a
  * page fault per 4 KiB on the request path), and are freed only all together by a reset: a
  * calloc per record cost a quarter of the confirm throughput (40 k -> 30 k req/s at c50, unique
- * keys: three records per confirm). */
+ * keys: three records per confirm). A report starts with a one-page chunk (about 30 records,
+ * 10 confirms) and each new chunk is twice the last, up to 1 MiB: every tenant has a report,
+ * and one that sent a few requests must not hold a whole faulted-in MiB (it did: 1 MiB per
+ * idle tenant, `make bench` scenario 8). A busy report reaches 1 MiB chunks after nine
+ * mappings, which the kernel merges with their neighbours as a rule (2000 one-chunk tenants:
+ * about 200 mappings in all). */
+#define FIRST_CHUNK_BYTES ((size_t)4 << 10)
 #define CHUNK_BYTES ((size_t)1 << 20)
 
 struct report_chunk {
@@ -139,9 +146,10 @@ static void *chunk_alloc(struct report *rp, size_t size)
 {
     size = (size + 15) & ~(size_t)15;
     if (!rp->chunks || rp->chunk_used + size > rp->chunk_cap) {
-        size_t bytes = size + sizeof(struct report_chunk) > CHUNK_BYTES
+        size_t want = rp->chunk_next ? rp->chunk_next : FIRST_CHUNK_BYTES;
+        size_t bytes = size + sizeof(struct report_chunk) > want
                            ? size + sizeof(struct report_chunk)
-                           : CHUNK_BYTES;
+                           : want;
         struct report_chunk *c = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
         if (c == MAP_FAILED)
@@ -151,6 +159,7 @@ static void *chunk_alloc(struct report *rp, size_t size)
         rp->chunks = c;
         rp->chunk_used = (sizeof *c + 15) & ~(size_t)15;
         rp->chunk_cap = bytes;
+        rp->chunk_next = want < CHUNK_BYTES ? 2 * want : CHUNK_BYTES;
     }
     void *p = (char *)rp->chunks + rp->chunk_used;
     rp->chunk_used += size;
@@ -164,7 +173,7 @@ static void chunks_free(struct report *rp)
         munmap(c, c->bytes);
     }
     rp->chunks = NULL;
-    rp->chunk_used = rp->chunk_cap = 0;
+    rp->chunk_used = rp->chunk_cap = rp->chunk_next = 0;
 }
 
 static bool grow(struct report *rp)

@@ -48,6 +48,7 @@ struct report {
     struct report_finding f[REPORT_KINDS];
     struct report_chunk *chunks;   /* the records' memory: bump-allocated, freed by reset */
     size_t chunk_used, chunk_cap;  /* in the newest chunk */
+    size_t chunk_next;             /* the next chunk's size (0: the first's) */
 };
 
 /* What a request carries for the report between its steps (embedded in struct request, or

@@ -434,6 +434,44 @@ START_TEST(test_report_lists_kinds_in_a_fixed_order)
 }
 END_TEST
 
+/* Thousands of identities: the records' memory grows chunk by chunk (one page first, each
+ * chunk twice the last) and the identity table doubles many times; an identity longer than a
+ * chunk gets a chunk of its own in the middle. Every one is still found again: each 400
+ * resent is counted once. */
+START_TEST(test_report_counts_every_identity_across_chunks_and_table_growth)
+{
+    enum { IDS = 6000 };
+    static char oid[IDS][16], key[IDS][16];
+    static char long_key[6001];
+    memset(long_key, 'k', sizeof long_key - 1);
+    struct journal_entry *v = calloc(2 * IDS + 2, sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    size_t n = 0;
+    for (int i = 0; i < IDS; i++) {
+        snprintf(oid[i], sizeof oid[i], "ord_%05d", i);
+        snprintf(key[i], sizeof key[i], "key_%05d", i);
+        v[n] = confirm((double)n, oid[i], key[i], 400);
+        n++;
+        if (i == IDS / 2) {
+            v[n] = confirm((double)n, NULL, long_key, 400);
+            n++;
+        }
+    }
+    for (int i = 0; i < IDS; i++) {
+        v[n] = confirm((double)n, oid[i], key[i], 400);
+        n++;
+        if (i == IDS / 2) {
+            v[n] = confirm((double)n, NULL, long_key, 400);
+            n++;
+        }
+    }
+    assert_only_finding(v, n, "retried_4xx", IDS + 1,
+                        EXAMPLES("ord_00000", "ord_00001", "ord_00002", "ord_00003", "ord_00004",
+                                 "ord_00005", "ord_00006", "ord_00007", "ord_00008", "ord_00009"));
+    free(v);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *s = suite_create("report");
@@ -457,6 +495,7 @@ Suite *make_suite(void)
     TCase *shape = tcase_create("shape");
     tcase_add_test(shape, test_report_examples_are_distinct_and_at_most_10);
     tcase_add_test(shape, test_report_lists_kinds_in_a_fixed_order);
+    tcase_add_test(shape, test_report_counts_every_identity_across_chunks_and_table_growth);
     suite_add_tcase(s, shape);
     return s;
 }
