@@ -158,7 +158,9 @@ enum handler_result admin_deliveries(struct gateway *g, struct request *r)
             i++;
         if (n == 0)
             continue;
-        if (!known[i])
+        if (p[n] != '=')
+            snprintf(msg, sizeof msg, "%.*s: a value is required", (int)(n < 60 ? n : 60), p);
+        else if (!known[i])
             snprintf(msg, sizeof msg, "unknown parameter \"%.*s\"; expected paymentKey, orderId, "
                      "status or limit", (int)(n < 60 ? n : 60), p);
         else if (values[i])
@@ -194,13 +196,16 @@ enum handler_result admin_deliveries(struct gateway *g, struct request *r)
 
 enum handler_result admin_delivery_resend(struct gateway *g, struct request *r)
 {
+    struct tenant *t;
+    if (!admin_tenant(g, r, false, &t))
+        return H_RESPOND;
     const char *s = r->path_param ? r->path_param : "";
     char *end;
     errno = 0;
     unsigned long long id = strtoull(s, &end, 10);
     struct buf b;
     buf_init(&b);
-    if (s[0] < '0' || s[0] > '9' || *end || errno || webhooks_resend(g->webhooks, id, &b) != 0) {
+    if (s[0] < '0' || s[0] > '9' || *end || errno || webhooks_resend(g->webhooks, t, id, &b) != 0) {
         buf_fini(&b);
         char msg[160];
         snprintf(msg, sizeof msg, "no webhook delivery %.40s (GET /__admin/webhooks/deliveries "

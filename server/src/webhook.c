@@ -96,7 +96,8 @@ struct delivery {
     int64_t due_biz_us;         /* next retry due (gateway clock); 0 when none */
     int64_t sched_base_us;      /* business time the last scheduled attempt was due */
     uint32_t n_sched;           /* scheduled attempts made */
-    bool in_flight, resend_wanted, due_wanted;
+    bool in_flight, due_wanted;
+    uint32_t resends_wanted;    /* resends asked for while an attempt was in flight */
     bool cur_resend;            /* the attempt in flight is a resend */
     enum delivery_status before_resend;
     bool orphan;                /* dropped by a reset while in flight */
@@ -771,12 +772,15 @@ static void attempt_done(struct webhooks *w, struct delivery *d, CURLcode code)
             heap_push(&w->biz, d->due_biz_us, d->id, d->version);
         }
     }
-    if (d->status == DELIVERY_PENDING && (d->resend_wanted || d->due_wanted)) {
-        bool as_resend = d->resend_wanted;
-        d->resend_wanted = d->due_wanted = false;
+    if (d->status == DELIVERY_PENDING && (d->resends_wanted || d->due_wanted)) {
+        bool as_resend = d->resends_wanted > 0;
+        if (as_resend)
+            d->resends_wanted--;
+        else
+            d->due_wanted = false;
         start_attempt(w, d, as_resend);
-    } else if (d->resend_wanted) {
-        d->resend_wanted = false;
+    } else if (d->resends_wanted) {
+        d->resends_wanted--;
         start_attempt(w, d, true);
     }
 }
@@ -814,7 +818,7 @@ static void start_due(struct webhooks *w)
         if (!d)
             continue;
         if (d->in_flight)
-            d->resend_wanted = true;
+            d->resends_wanted++;
         else
             start_attempt(w, d, true);
     }
@@ -1275,10 +1279,12 @@ void webhooks_render_deliveries(struct webhooks *w, const struct delivery_filter
     pthread_mutex_unlock(&w->lock);
 }
 
-int webhooks_resend(struct webhooks *w, uint64_t id, struct buf *b)
+int webhooks_resend(struct webhooks *w, const struct tenant *t, uint64_t id, struct buf *b)
 {
     pthread_mutex_lock(&w->lock);
     struct delivery *d = find(w, id);
+    if (d && t && d->ev->tenant != t)
+        d = NULL; /* another tenant's: not this one's to see */
     bool ok = d && grow((void **)&w->resends, &w->cap_resends, w->n_resends + 1,
                         sizeof *w->resends);
     if (ok) {

@@ -88,9 +88,10 @@ void webhooks_render_deliveries(struct webhooks *w, const struct delivery_filter
 
 /* POST /__admin/webhooks/deliveries/{id}/resend: send delivery `id` again now (the same
  * transmission id and body, retried-count one more than its last attempt's), after the attempt
- * in flight if there is one. Renders the delivery into b and returns 0, or -1 when no delivery
- * has that id (never filed, or dropped by a reset or the journal's bound). Thread: any. */
-int webhooks_resend(struct webhooks *w, uint64_t id, struct buf *b);
+ * in flight if there is one (each resend asked for is one attempt). Renders the delivery into
+ * b and returns 0, or -1 when no delivery has that id (never filed, dropped by a reset or the
+ * journal's bound, or -- t not NULL -- another tenant's). Thread: any. */
+int webhooks_resend(struct webhooks *w, const struct tenant *t, uint64_t id, struct buf *b);
 
 /* The webhook families for /metrics: fakegate_webhook_attempts_total{event_type,result},
  * fakegate_webhook_pending, fakegate_webhook_evicted_total. Thread: any. */
