@@ -472,6 +472,42 @@ START_TEST(test_report_counts_every_identity_across_chunks_and_table_growth)
 }
 END_TEST
 
+/* A request that arrives while a reset runs: its journal id is of the new run (the journal was
+ * reset first), but it was identified in the report before the report's reset freed its
+ * records. Its end must not touch them (it segfaulted under resets with requests in flight);
+ * it belongs to the run that is gone, and the new run judges nothing of it. */
+START_TEST(test_report_end_ignores_a_mark_identified_before_a_reset)
+{
+    struct report rp;
+    ck_assert_int_eq(report_init(&rp, 1000, 0, 1), 0);
+    struct journal_entry e = confirm(0, "ord_straddle", "key-s", 400);
+    struct report_mark first = {0}, m = {0};
+    report_begin(&rp, &first, 1); /* an earlier request of the same order: a record exists */
+    report_identify(&rp, &first, &e, true);
+    report_begin(&rp, &m, 5);     /* id 5: the journal's first id after its reset */
+    report_identify(&rp, &m, &e, true);
+    ck_assert(m.identified && m.processing);
+    report_reset(&rp, 0, 5);      /* the report's reset: every record freed */
+    report_end(&rp, &m, &e);      /* must not reach the freed records */
+    struct buf b;
+    buf_init(&b);
+    report_render_state(&rp, &b);
+    ck_assert_ptr_nonnull(strstr(b.data, "\"findings\":[]"));
+    ck_assert_ptr_nonnull(strstr(b.data, "\"judged_requests\":0"));
+    buf_fini(&b);
+    /* The next request of the same order in the new run is judged from scratch. */
+    struct report_mark next = {0};
+    report_begin(&rp, &next, 6);
+    report_identify(&rp, &next, &e, true);
+    report_end(&rp, &next, &e);
+    buf_init(&b);
+    report_render_state(&rp, &b);
+    ck_assert_ptr_nonnull(strstr(b.data, "\"judged_requests\":1"));
+    buf_fini(&b);
+    report_fini(&rp);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *s = suite_create("report");
@@ -496,6 +532,7 @@ Suite *make_suite(void)
     tcase_add_test(shape, test_report_examples_are_distinct_and_at_most_10);
     tcase_add_test(shape, test_report_lists_kinds_in_a_fixed_order);
     tcase_add_test(shape, test_report_counts_every_identity_across_chunks_and_table_growth);
+    tcase_add_test(shape, test_report_end_ignores_a_mark_identified_before_a_reset);
     suite_add_tcase(s, shape);
     return s;
 }
