@@ -146,18 +146,10 @@ enum handler_result admin_payments(struct gateway *g, struct request *r)
         gateway_tenant_txn(g, t, list_locked, &l);
     free(order_id);
     buf_adds(&b, "]}");
-    if (b.oom) {
-        buf_fini(&b);
-        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
-        return H_RESPOND;
-    }
-    size_t len;
-    char *body = buf_steal(&b, &len);
-    request_respond(r, 200, body, len);
-    return H_RESPOND;
+    return admin_respond(r, 200, &b);
 }
 
-static enum handler_result respond_buf(struct request *r, int status, struct buf *b)
+enum handler_result admin_respond(struct request *r, int status, struct buf *b)
 {
     if (b->oom) {
         buf_fini(b);
@@ -212,7 +204,7 @@ static enum handler_result describe(struct gateway *g, struct request *r, struct
         gateway_with_tenant_applied(g, t, describe_applied, &d);
     else
         gateway_with_applied(g, describe_applied, &d);
-    return respond_buf(r, 200, &b);
+    return admin_respond(r, 200, &b);
 }
 
 enum handler_result admin_get_profile(struct gateway *g, struct request *r)
@@ -351,7 +343,7 @@ enum handler_result admin_requests(struct gateway *g, struct request *r)
         buf_init(&b);
         journal_render(&b, v, n, total);
         journal_free_copy(v, n);
-        h = respond_buf(r, 200, &b);
+        h = admin_respond(r, 200, &b);
     }
     for (size_t i = 0; i < n_values; i++)
         free(values[i]);
@@ -365,7 +357,7 @@ enum handler_result admin_metrics(struct gateway *g, struct request *r)
     metrics_render(&b, &g->metrics, &g->flight);
     if (g->webhooks)
         webhooks_render_metrics(g->webhooks, &b);
-    enum handler_result h = respond_buf(r, 200, &b);
+    enum handler_result h = admin_respond(r, 200, &b);
     r->resp.content_type = "text/plain; version=0.0.4; charset=utf-8";
     return h;
 }
@@ -379,7 +371,7 @@ enum handler_result admin_report(struct gateway *g, struct request *r)
     buf_init(&b);
     if (t) {
         report_render_state(&t->report, &b);
-        return respond_buf(r, 200, &b);
+        return admin_respond(r, 200, &b);
     }
     /* The whole server: every tenant's report and the one of requests with no key. The list
      * is walked, not n_tenants read: that is written under the tenants lock. */
@@ -397,5 +389,5 @@ enum handler_result admin_report(struct gateway *g, struct request *r)
         v[n++] = &x->report;
     report_render_merged(v, n, &b);
     free(v);
-    return respond_buf(r, 200, &b);
+    return admin_respond(r, 200, &b);
 }

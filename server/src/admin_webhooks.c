@@ -28,19 +28,6 @@ static enum handler_result invalid(struct request *r, const char *message)
     return H_RESPOND;
 }
 
-static enum handler_result respond(struct request *r, int status, struct buf *b)
-{
-    if (b->oom) {
-        buf_fini(b);
-        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
-        return H_RESPOND;
-    }
-    size_t len;
-    char *body = buf_steal(b, &len);
-    request_respond(r, status, body, len);
-    return H_RESPOND;
-}
-
 /* The body as a JSON object, or NULL with r answered 400 naming what is wrong. */
 static json_t *object_body(struct request *r, const char *expected)
 {
@@ -82,7 +69,7 @@ static enum handler_result get_receivers(struct gateway *g, struct request *r,
     struct buf b;
     buf_init(&b);
     webhooks_render_receivers(g->webhooks, t, &b);
-    return respond(r, 200, &b);
+    return admin_respond(r, 200, &b);
 }
 
 static enum handler_result put_receivers(struct gateway *g, struct request *r,
@@ -187,7 +174,7 @@ enum handler_result admin_deliveries(struct gateway *g, struct request *r)
         struct buf b;
         buf_init(&b);
         webhooks_render_deliveries(g->webhooks, &f, &b);
-        h = respond(r, 200, &b);
+        h = admin_respond(r, 200, &b);
     }
     for (int i = 0; i < 4; i++)
         free(values[i]);
@@ -214,7 +201,7 @@ enum handler_result admin_delivery_resend(struct gateway *g, struct request *r)
         r->obs.outcome = OUT_INVALID;
         return H_RESPOND;
     }
-    return respond(r, 200, &b);
+    return admin_respond(r, 200, &b);
 }
 
 static enum handler_result render_clock(struct gateway *g, struct request *r)
@@ -225,7 +212,7 @@ static enum handler_result render_clock(struct gateway *g, struct request *r)
     buf_init(&b);
     buf_addf(&b, "{\"now\":\"%s\",\"offset_s\":%.6f}", now,
              (double)atomic_load(&g->clock_offset_us) / 1e6);
-    return respond(r, 200, &b);
+    return admin_respond(r, 200, &b);
 }
 
 enum handler_result admin_clock(struct gateway *g, struct request *r)

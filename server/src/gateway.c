@@ -114,7 +114,7 @@ struct live *gateway_live(struct gateway *g)
     return atomic_load(&g->live);
 }
 
-int gateway_apply(struct gateway *g, struct profile *p)
+struct applied *gateway_applied_new(struct profile *p)
 {
     struct applied *a = calloc(1, sizeof *a);
     if (a) {
@@ -126,8 +126,16 @@ int gateway_apply(struct gateway *g, struct profile *p)
     if (!a || !a->live) {
         free(a);
         profile_free(p);
-        return -1;
+        return NULL;
     }
+    return a;
+}
+
+int gateway_apply(struct gateway *g, struct profile *p)
+{
+    struct applied *a = gateway_applied_new(p);
+    if (!a)
+        return -1;
     pthread_mutex_lock(&g->apply_lock);
     a->prev = g->applied;
     g->applied = a;

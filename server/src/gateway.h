@@ -181,6 +181,10 @@ int gateway_tenant_reset_locked(struct gateway *g, struct store *s, struct reque
 /* A server-wide reset's part for t (apply_lock held): its own profile's state afresh. */
 void gateway_tenant_refresh_locked(struct gateway *g, struct tenant *t);
 
+/* A new applied entry for `p` (owned by it from now on): fresh state from now, not yet in any
+ * list. NULL on out of memory (p freed). Thread: any. */
+struct applied *gateway_applied_new(struct profile *p);
+
 /* Apply `p` (ownership passes to the gateway) to every request that arrives from now on;
  * requests in flight keep the state they arrived with. Returns 0, or -1 on out of memory (p
  * freed, the old profile stays). Thread: any. */

@@ -169,15 +169,23 @@ static void count(struct metrics *m, const struct request *r)
         metrics_observe_latency(m, spent_latency_ms(r));
 }
 
-/* The whole request, counted in the metrics and judged by the report (identity as the
- * journal has it). Once: when its answer is handed over, so a client that reads /metrics or
- * the report right after its answer finds it there; else at completion. */
-static void judge(struct gateway *g, struct request *r, const struct journal_entry *end)
+/* The whole request, counted in the metrics (`count_it`) and judged by the report (identity
+ * as the journal has it), each once: when its answer is handed over, so a client that reads
+ * /metrics or the report right after its answer finds it there; else at completion. A
+ * response held open and lost (hang) is counted only when it ends: until then it is in
+ * flight, and fakegate_requests_total + fakegate_in_flight counts each arrival once. */
+static void judge(struct gateway *g, struct request *r, const struct journal_entry *end,
+                  bool count_it)
 {
-    if (r->obs.judged || r->obs.straddled_reset)
+    if (r->obs.straddled_reset)
+        return;
+    if (count_it && !r->obs.counted) {
+        r->obs.counted = true;
+        count(&g->metrics, r);
+    }
+    if (r->obs.judged)
         return;
     r->obs.judged = true;
-    count(&g->metrics, r);
     struct journal_entry q = *end;
     q.route = (int)r->route;
     q.arrived_mono_ns = r->arrived_ns;
@@ -192,7 +200,7 @@ void observe_sent(struct gateway *g, struct request *r)
         return;
     struct journal_entry e = ending_of(r, true);
     e.sent_mono_ns = now_mono_ns(); /* http.c stamps sent_ns just after this */
-    judge(g, r, &e);
+    judge(g, r, &e, r->resp.wire != WIRE_HANG);
 }
 
 void observe_complete(struct gateway *g, struct request *r, bool completed_ok)
@@ -213,5 +221,5 @@ void observe_complete(struct gateway *g, struct request *r, bool completed_ok)
         access_log(g, r, &e);
     /* Counted and judged now if observe_sent did not (a dripped answer, or one never sent);
      * never when a reset overtook it: its counters and report were emptied. */
-    judge(g, r, &e);
+    judge(g, r, &e, true);
 }

@@ -122,7 +122,8 @@ struct observe_state {
     bool client_gone;      /* the client had closed its side before the answer was sent
                               (http.c) */
     struct report_mark report; /* its steps through the report (report.c) */
-    bool judged;           /* counted and judged (observe_sent, else at completion) */
+    bool judged;           /* judged by the report (observe_sent, else at completion) */
+    bool counted;          /* counted in the metrics (the same, but a hang at completion) */
 };
 
 struct idem_record;

@@ -196,18 +196,9 @@ static const struct applied *own_of(const struct tenant *t)
 
 int gateway_apply_tenant(struct gateway *g, struct tenant *t, struct profile *p)
 {
-    struct applied *a = calloc(1, sizeof *a);
-    if (a) {
-        a->profile = p;
-        a->owns = true;
-        a->live = live_new(p, now_mono_ns());
-        a->applied_unix_us = now_unix_us();
-    }
-    if (!a || !a->live) {
-        free(a);
-        profile_free(p);
+    struct applied *a = gateway_applied_new(p);
+    if (!a)
         return -1;
-    }
     pthread_mutex_lock(&g->apply_lock);
     a->prev = t->own;
     t->own = a;
