@@ -1,9 +1,11 @@
-/* gateway.h -- the gateway's state and its lifecycle: the store (ledger, idempotency records,
- * attempt counters) behind the one store lock, the profile in force and the profiles named by
- * X-Fakegate-Profile, the reset generation, the journal and the metrics. Handler modules
- * (payments.c, admin.c) and the request edge (admit.c, observe.c, router.c) are siblings over
- * it. Only gateway.c defines or takes the store lock: a caller reaches the store through
- * gateway_txn, which also refuses a request that a reset has overtaken. */
+/* gateway.h -- the gateway's state and its lifecycle: the tenants (one per secret key, each
+ * with its store -- ledger, idempotency records, attempt counters -- its reset generation,
+ * profile state and report; tenant.c) behind the one store lock, the profile in force and the
+ * profiles named by X-Fakegate-Profile, the journal, the metrics and the gateway clock.
+ * Handler modules (payments.c, admin.c, admin_webhooks.c) and the request edge (admit.c,
+ * observe.c, router.c) are siblings over it. Only gateway.c defines or takes the store lock: a
+ * caller reaches a store through gateway_txn (the request's tenant's), which also refuses a
+ * request that a reset has overtaken, or gateway_tenant_txn. */
 #ifndef FAKEGATE_GATEWAY_H
 #define FAKEGATE_GATEWAY_H
 

@@ -3,7 +3,7 @@
  * these calls, so a shared store (several instances, one database) can replace today's
  * in-memory one without touching them. Every change of a payment's status leaves the store as
  * a `struct payment_event` through the sink given to store_init: the journal, metrics and
- * (later) webhook deliveries subscribe there instead of each commit path calling them.
+ * webhook deliveries subscribe there instead of each commit path calling them.
  * Locking: every call but store_attempts_next and store_init/fini needs the gateway's store
  * lock, held through gateway_txn (gateway.h); store_attempts_next has locks of its own. */
 #ifndef FAKEGATE_STORE_H
