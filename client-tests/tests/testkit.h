@@ -267,7 +267,7 @@ double wait_metric(const fg_server *s, const char *name, const char *lk, const c
                    double want, int timeout_ms);
 
 /* The route and outcome label values of fakegate_requests_total (docs/edge-rules.md §7). */
-#define N_ROUTES 4
+#define N_ROUTES 5
 #define N_OUTCOMES 11
 extern const char *const ROUTES[N_ROUTES];
 extern const char *const OUTCOMES[N_OUTCOMES];

@@ -341,7 +341,7 @@ double wait_metric(const fg_server *s, const char *name, const char *lk, const c
     }
 }
 
-const char *const ROUTES[N_ROUTES] = {"confirm", "cancel", "read", "default"};
+const char *const ROUTES[N_ROUTES] = {"confirm", "cancel", "read", "virtual_account", "default"};
 const char *const OUTCOMES[N_OUTCOMES] = {"ok", "replayed", "conflict", "business_error",
                                           "invalid", "unauthorized", "throttled", "capped",
                                           "dropped_request", "dropped_response", "fault_error"};

@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "jsonpos.h"
+#include "ledger.h"
 #include "rng.h"
 #include "toss_errors.h"
 
@@ -291,6 +293,86 @@ static size_t utf8_chars(const char *s)
     return n;
 }
 
+/* Toss's bank code table (docs.tosspayments.com/codes/org-codes, "은행 코드"): two-digit code,
+ * Korean short name, English name. */
+static const struct bank {
+    const char *code, *ko, *en;
+} BANKS[] = {
+    {"02", "산업", "KDBBANK"},      {"03", "기업", "IBK"},          {"06", "국민", "KOOKMIN"},
+    {"07", "수협", "SUHYEOP"},      {"11", "농협", "NONGHYEOP"},    {"12", "단위농협", "LOCALNONGHYEOP"},
+    {"20", "우리", "WOORI"},        {"23", "SC제일", "SC"},         {"27", "씨티", "CITI"},
+    {"31", "대구", "DAEGUBANK"},    {"32", "부산", "BUSANBANK"},    {"34", "광주", "GWANGJUBANK"},
+    {"35", "제주", "JEJUBANK"},     {"37", "전북", "JEONBUKBANK"},  {"39", "경남", "KYONGNAMBANK"},
+    {"45", "새마을", "SAEMAUL"},    {"48", "신협", "SHINHYEOP"},    {"50", "저축", "SAVINGBANK"},
+    {"54", "홍콩상하이", "HSBC"},   {"64", "산림", "SANLIM"},       {"71", "우체국", "POST"},
+    {"81", "하나", "HANA"},         {"88", "신한", "SHINHAN"},      {"89", "케이", "KBANK"},
+    {"90", "카카오", "KAKAOBANK"},  {"92", "토스", "TOSSBANK"},
+};
+
+const char *body_bank_code(const char *name)
+{
+    static const char suffix[] = "은행";
+    for (size_t i = 0; i < sizeof BANKS / sizeof BANKS[0]; i++) {
+        const struct bank *k = &BANKS[i];
+        size_t n = strlen(k->ko);
+        if (strcmp(name, k->code) == 0 || strcmp(name, k->en) == 0 || strcmp(name, k->ko) == 0 ||
+            (strncmp(name, k->ko, n) == 0 && strcmp(name + n, suffix) == 0))
+            return k->code;
+    }
+    if (strcmp(name, "KB국민") == 0 || strcmp(name, "KB국민은행") == 0 ||
+        strcmp(name, "IBK기업") == 0 || strcmp(name, "IBK기업은행") == 0 ||
+        strcmp(name, "NH농협") == 0 || strcmp(name, "NH농협은행") == 0)
+        return name[0] == 'K' ? "06" : name[0] == 'I' ? "03" : "11";
+    return NULL;
+}
+
+static bool bank_ok(const char *s)
+{
+    return body_bank_code(s) != NULL;
+}
+
+static bool account_number_ok(const char *s)
+{
+    size_t n = strlen(s), digits = strspn(s, "0123456789-");
+    return n >= 6 && n <= 20 && digits == n;
+}
+
+static bool text_1_100(const char *s)
+{
+    size_t n = utf8_chars(s);
+    return n >= 1 && n <= 100;
+}
+
+/* refundReceiveAccount {bank, accountNumber, holderName} of a cancel, if present; anything
+ * wrong with it → INVALID_REFUND_ACCOUNT_INFO. */
+static bool refund_account(struct request *r, json_t *root)
+{
+    json_t *v = json_object_get(root, "refundReceiveAccount");
+    if (!v || json_is_null(v))
+        return true;
+    json_t *bank = json_object_get(v, "bank"), *num = json_object_get(v, "accountNumber"),
+           *holder = json_object_get(v, "holderName");
+    if (!json_is_object(v) || !json_is_string(bank) || !json_is_string(num) ||
+        !json_is_string(holder) || !bank_ok(json_string_value(bank)) ||
+        !account_number_ok(json_string_value(num)) || !text_1_100(json_string_value(holder))) {
+        invalid_field(r, "INVALID_REFUND_ACCOUNT_INFO", "refundReceiveAccount",
+                      "refundReceiveAccount: bank, accountNumber(숫자 6~20자), holderName 이 "
+                      "필요합니다.",
+                      "refundReceiveAccount: needs bank, accountNumber (6-20 digits) and "
+                      "holderName");
+        return false;
+    }
+    r->refund_bank = strdup(body_bank_code(json_string_value(bank)));
+    r->refund_account = strdup(json_string_value(num));
+    r->refund_holder = strdup(json_string_value(holder));
+    if (!r->refund_bank || !r->refund_account || !r->refund_holder) {
+        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
+        r->resp.internal = true;
+        return false;
+    }
+    return true;
+}
+
 bool body_cancel(struct request *r, const struct body *b)
 {
     json_t *reason = json_object_get(b->root, "cancelReason");
@@ -307,7 +389,8 @@ bool body_cancel(struct request *r, const struct body *b)
         return false;
     }
     if (!amount_field(r, b->root, "cancelAmount", false, &r->cancel_amount) ||
-        !amount_field(r, b->root, "refundableAmount", false, &r->refundable_amount))
+        !amount_field(r, b->root, "refundableAmount", false, &r->refundable_amount) ||
+        !refund_account(r, b->root))
         return false;
     done_with_body(r);
     r->cancel_reason = strdup(json_string_value(reason));
@@ -317,6 +400,142 @@ bool body_cancel(struct request *r, const struct body *b)
         r->resp.internal = true;
         return false;
     }
+    return true;
+}
+
+/* "yyyy-MM-ddTHH:mm:ss[.fraction][Z|±HH:MM]", Korea time without an offset → µs since the
+ * epoch. */
+static bool parse_due_date(const char *s, int64_t *out_us)
+{
+    int y, mo, d, h, mi, se, n = 0;
+    if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 || n != 19)
+        return false;
+    const char *rest = s + n;
+    if (*rest == '.') {
+        size_t digits = strspn(rest + 1, "0123456789");
+        if (digits < 1 || digits > 9)
+            return false;
+        rest += 1 + digits;
+    }
+    int64_t offset_s = 9 * 3600;
+    if (*rest == 'Z') {
+        offset_s = 0;
+        rest++;
+    } else if (*rest == '+' || *rest == '-') {
+        int oh, om, m = 0;
+        if (sscanf(rest + 1, "%2d:%2d%n", &oh, &om, &m) != 2 || m != 5 || oh > 23 || om > 59)
+            return false;
+        offset_s = (*rest == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+        rest += 6;
+    }
+    static const int mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (*rest || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || (mo == 2 && d == 29 && !leap) ||
+        h > 23 || mi > 59 || se > 59)
+        return false;
+    struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h,
+                    .tm_min = mi, .tm_sec = se};
+    *out_us = ((int64_t)timegm(&tm) - offset_s) * 1000000;
+    return true;
+}
+
+#define US_PER_HOUR INT64_C(3600000000)
+#define VA_DEFAULT_HOURS 168 /* 7 days [Toss: the default due date] */
+#define VA_MAX_HOURS 720     /* 30 days [Toss: the longest due date] */
+
+bool body_virtual_account(struct request *r, const struct body *b, int64_t now_us)
+{
+    json_t *root = b->root;
+    const char *oid, *name, *customer, *bank;
+    int64_t amount = 0;
+    if (!amount_field(r, root, "amount", true, &amount) ||
+        !(oid = string_field(r, root, "orderId", "INVALID_ORDER_ID", valid_order_id)) ||
+        !(name = string_field(r, root, "orderName", "INVALID_REQUEST", text_1_100)) ||
+        !(customer = string_field(r, root, "customerName", "INVALID_REQUEST", text_1_100)) ||
+        !(bank = string_field(r, root, "bank", "INVALID_BANK", bank_ok)))
+        return false;
+    json_t *hours = json_object_get(root, "validHours"), *due = json_object_get(root, "dueDate"),
+           *email = json_object_get(root, "customerEmail");
+    bool has_hours = hours && !json_is_null(hours), has_due = due && !json_is_null(due);
+    if (has_hours && has_due) {
+        request_error(r, "INVALID_VALID_HOURS_WITH_DUE_DATE_AND_SINGLE", NULL);
+        r->obs.outcome = OUT_INVALID;
+        return false;
+    }
+    int64_t due_at_us = 0, valid_us = VA_DEFAULT_HOURS * US_PER_HOUR;
+    if (has_hours) {
+        if (!json_is_integer(hours) || json_integer_value(hours) < 1) {
+            invalid_field(r, "INVALID_REQUEST", "validHours", "validHours: 1 이상의 정수여야 합니다.",
+                          "validHours: must be an integer of at least 1");
+            return false;
+        }
+        if (json_integer_value(hours) > VA_MAX_HOURS) {
+            request_error(r, "EXCEED_MAX_DUE_DATE", NULL);
+            r->obs.outcome = OUT_INVALID;
+            return false;
+        }
+        valid_us = (int64_t)json_integer_value(hours) * US_PER_HOUR;
+    }
+    if (has_due) {
+        if (!json_is_string(due) || !parse_due_date(json_string_value(due), &due_at_us) ||
+            due_at_us <= now_us) {
+            invalid_field(r, "INVALID_REQUEST", "dueDate",
+                          "dueDate: 현재 이후의 yyyy-MM-ddTHH:mm:ss 형식이어야 합니다.",
+                          "dueDate: must be a future yyyy-MM-ddTHH:mm:ss (Korea time)");
+            return false;
+        }
+        if (due_at_us - now_us > VA_MAX_HOURS * US_PER_HOUR) {
+            request_error(r, "EXCEED_MAX_DUE_DATE", NULL);
+            r->obs.outcome = OUT_INVALID;
+            return false;
+        }
+    }
+    if (email && !json_is_null(email) &&
+        (!json_is_string(email) || !text_1_100(json_string_value(email)))) {
+        invalid_field(r, "INVALID_REQUEST", "customerEmail",
+                      "customerEmail: 1자 이상 100자 이하의 문자열이어야 합니다.",
+                      "customerEmail: must be a string of 1 to 100 characters");
+        return false;
+    }
+    done_with_body(r);
+    r->amount = amount;
+    r->va_valid_us = due_at_us ? 0 : valid_us;
+    r->order_id = strdup(oid);
+    r->order_name = strdup(name);
+    r->va = calloc(1, sizeof *r->va);
+    if (r->va) {
+        memcpy(r->va->bank_code, body_bank_code(bank), 3);
+        r->va->due_at_us = due_at_us;
+        r->va->customer_name = strdup(customer);
+        if (json_is_string(email))
+            r->va->customer_email = strdup(json_string_value(email));
+    }
+    r->body_hash = canonical_hash(root);
+    if (!r->order_id || !r->order_name || !r->va || !r->va->customer_name ||
+        (json_is_string(email) && !r->va->customer_email)) {
+        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
+        r->resp.internal = true;
+        return false;
+    }
+    return true;
+}
+
+bool body_deposit(struct request *r, const struct body *b, const char **order_id,
+                  const char **account_number, int64_t *amount)
+{
+    json_t *root = b->root;
+    json_t *oid = json_object_get(root, "orderId"), *num = json_object_get(root, "accountNumber");
+    *order_id = json_is_string(oid) ? json_string_value(oid) : NULL;
+    *account_number = json_is_string(num) ? json_string_value(num) : NULL;
+    *amount = 0;
+    if (!*order_id && !*account_number) {
+        body_invalid(r, "INVALID_REQUEST", "orderId 또는 accountNumber: 필수 값입니다.",
+                     "orderId or accountNumber: required");
+        return false;
+    }
+    if (!amount_field(r, root, "amount", false, amount))
+        return false;
+    done_with_body(r);
     return true;
 }
 

@@ -30,10 +30,33 @@ void body_identity(const struct body *b, const char **order_id, const char **pay
  * False: r is answered 400 (INVALID_PAYMENT_KEY, INVALID_ORDER_ID or INVALID_REQUEST). */
 bool body_confirm(struct request *r, const struct body *b);
 
-/* The checks of a cancel {cancelReason, cancelAmount?, refundableAmount?} (docs/api.md §2.2).
- * True: r->cancel_reason (owned), r->cancel_amount and r->refundable_amount (0 = absent) and
- * r->body_hash are set and the bytes freed. False: r is answered 400 INVALID_REQUEST. */
+/* The checks of a cancel {cancelReason, cancelAmount?, refundableAmount?,
+ * refundReceiveAccount? {bank, accountNumber, holderName}} (docs/api.md §2.2,
+ * docs/virtual-accounts.md §6.6). True: r->cancel_reason (owned), r->cancel_amount and
+ * r->refundable_amount (0 = absent), r->refund_* (owned, or NULL when absent) and r->body_hash
+ * are set and the bytes freed. False: r is answered 400 INVALID_REQUEST (an invalid refund
+ * account: INVALID_REFUND_ACCOUNT_INFO). */
 bool body_cancel(struct request *r, const struct body *b);
+
+/* The two-digit code of a bank as Toss's bank code table names it (docs.tosspayments.com,
+ * "은행 코드"): the code itself ("88"), its Korean name ("신한" or "신한은행") or its English
+ * name ("SHINHAN"). NULL when unknown. The list is docs/virtual-accounts.md §6.6's. */
+const char *body_bank_code(const char *name);
+
+/* The checks of POST /v1/virtual-accounts {amount, orderId, orderName, customerName, bank,
+ * validHours? | dueDate?, customerEmail?} (docs/virtual-accounts.md §6.6), dueDate read in
+ * Korea time unless it has an offset and judged against now_us (the gateway clock). True:
+ * r->order_id, r->order_name, r->va (owned: bank, customer, dueDate if given), r->va_valid_us
+ * (the due date's distance from the commit when no dueDate was given), r->amount and
+ * r->body_hash set. False: r is answered 400 (INVALID_REQUEST, INVALID_ORDER_ID, INVALID_BANK,
+ * EXCEED_MAX_DUE_DATE, INVALID_VALID_HOURS_WITH_DUE_DATE_AND_SINGLE). */
+bool body_virtual_account(struct request *r, const struct body *b, int64_t now_us);
+
+/* POST /__admin/virtual-accounts/deposit[-error] {orderId | accountNumber, amount?}
+ * (docs/virtual-accounts.md §6.6): *order_id or *account_number (the other NULL; borrowed from
+ * b), *amount (0 when absent) set. False: r is answered 400 INVALID_REQUEST. */
+bool body_deposit(struct request *r, const struct body *b, const char **order_id,
+                  const char **account_number, int64_t *amount);
 
 /* POST /__admin/sessions {orderId, amount, paymentKey?, orderName?} (docs/admin.md §5).
  * True: *order_id, *payment_key (NULL: generate one), *order_name (NULL: none) borrowed from

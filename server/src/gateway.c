@@ -84,6 +84,8 @@ int gateway_tenant_txn(struct gateway *g, struct tenant *t, gateway_txn_fn fn, v
 
 bool gateway_expire(struct gateway *g, struct store *s, struct payment *p)
 {
+    if (p->va)
+        return store_expire_va(s, p, gateway_now_us(g));
     return store_expire(s, p, gateway_now_us(g), g->cfg->session_ttl_s * 1000000);
 }
 

@@ -247,8 +247,9 @@ void gateway_clock_advance(struct gateway *g, int64_t us);
  * the store lock); the webhook dispatcher calls it once a second. */
 size_t gateway_sweep_expired(struct gateway *g);
 
-/* Expire p of store s if its session is over (--session-ttl; docs/api.md §2.1). True if p is
- * EXPIRED. Store lock held (inside a gateway_txn section). */
+/* Expire p of store s if its session is over (--session-ttl; docs/api.md §2.1) or, for a
+ * virtual account, its due date (docs/virtual-accounts.md §6.6). True if p is EXPIRED. Store
+ * lock held (inside a gateway_txn section). */
 bool gateway_expire(struct gateway *g, struct store *s, struct payment *p);
 
 #endif

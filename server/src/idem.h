@@ -24,6 +24,7 @@ struct idem_response {
     struct payment *payment;     /* non-NULL: a Payment view */
     uint32_t view_cancels;       /* cancels included in the view */
     uint8_t view_status;         /* enum pay_status of the view */
+    uint32_t view_deposits;      /* a virtual account's deposit events included in the view */
     bool en;                     /* rendered in English (Accept-Language: en-US) */
     char *body;                  /* owned, when payment == NULL */
     size_t body_len;

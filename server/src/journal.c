@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "common.h"
+#include "profile.h"
 
 const char *outcome_name(enum outcome o)
 {
@@ -25,11 +26,12 @@ const char *outcome_name(enum outcome o)
 }
 
 /* enum route_id, then ROUTE_OTHER (profile.h). */
-static const char *const route_labels[] = {"confirm", "cancel", "read", "default", "other"};
+static const char *const route_labels[ROUTE_LABELS] = {"confirm", "cancel", "read",
+                                                       "virtual_account", "default", "other"};
 
 static const char *route_label(int r)
 {
-    return r >= 0 && r < 5 ? route_labels[r] : "other";
+    return r >= 0 && r < ROUTE_LABELS ? route_labels[r] : "other";
 }
 
 /* A ring slot: the entry, and one reusable buffer per string field, so the request path
@@ -223,7 +225,7 @@ int journal_filter_set(struct journal_filter *f, const char *name, const char *v
             return 0;
         }
     if (strcmp(name, "route") == 0) {
-        for (int i = 0; i < 5; i++)
+        for (int i = 0; i < ROUTE_LABELS; i++)
             if (strcmp(value, route_labels[i]) == 0) {
                 f->route = i;
                 return 0;

@@ -11,9 +11,10 @@
 
 const char *pay_status_name(enum pay_status s)
 {
-    static const char *const names[] = {"IN_PROGRESS", "DONE",    "CANCELED",
-                                        "PARTIAL_CANCELED", "ABORTED", "EXPIRED"};
-    return names[s];
+    static const char *const names[PAY_STATUS_COUNT] = {
+        "IN_PROGRESS", "DONE", "CANCELED", "PARTIAL_CANCELED", "ABORTED", "EXPIRED",
+        "WAITING_FOR_DEPOSIT"};
+    return (unsigned)s < PAY_STATUS_COUNT ? names[s] : "UNKNOWN";
 }
 
 void ledger_init(struct ledger *l, uint64_t salt)
@@ -26,8 +27,22 @@ void ledger_init(struct ledger *l, uint64_t salt)
     l->next_seq = 1;
 }
 
+void ledger_va_free(struct payment_va *va)
+{
+    if (!va)
+        return;
+    free(va->customer_name);
+    free(va->customer_email);
+    free(va->deposits);
+    free(va->refund_bank);
+    free(va->refund_account);
+    free(va->refund_holder);
+    free(va);
+}
+
 static void payment_free(struct payment *p)
 {
+    ledger_va_free(p->va);
     for (uint32_t i = 0; i < p->n_cancels; i++)
         free(p->cancels[i].reason);
     for (uint32_t i = 0; i < p->n_idem_keys; i++)
@@ -60,6 +75,7 @@ void ledger_reset(struct ledger *l)
     l->n_all = l->cap_all = 0;
     l->txs = NULL;
     l->n_txs = l->cap_txs = 0;
+    l->n_va = 0;
 }
 
 struct payment *ledger_get(const struct ledger *l, const char *payment_key)
@@ -131,6 +147,65 @@ struct payment *ledger_create(struct ledger *l, const char *payment_key, const c
     return p;
 }
 
+struct payment *ledger_create_va(struct ledger *l, const char *payment_key, const char *order_id,
+                                 int64_t amount, const char *order_name, struct payment_va *va,
+                                 int64_t now_us, enum ledger_create_result *why)
+{
+    char *name = strdup(order_name);
+    if (!name) {
+        if (why)
+            *why = LEDGER_NO_MEMORY;
+        return NULL;
+    }
+    struct payment *p = ledger_create(l, payment_key, order_id, amount, now_us, why);
+    if (!p) {
+        free(name);
+        return NULL;
+    }
+    p->order_name = name;
+    p->va = va;
+    p->status = PAY_WAITING_FOR_DEPOSIT;
+    l->n_va++;
+    /* 14 digits from (salt, id): stable across renders, distinct per payment in practice. */
+    uint64_t st = l->salt ^ mix64(p->id ^ 0x76616363u); /* "vacc" */
+    uint64_t v = splitmix64(&st);
+    for (int i = 0; i < 14; i++) {
+        va->account_number[i] = (char)('0' + (int)(v % 10));
+        v /= 10;
+        if (i == 6)
+            v = splitmix64(&st);
+    }
+    va->account_number[14] = '\0';
+    return p;
+}
+
+int ledger_deposit(struct ledger *l, struct payment *p, bool error, int64_t now_us)
+{
+    struct payment_va *va = p->va;
+    if (!va || va->n_deposits >= LEDGER_MAX_DEPOSITS || l->n_txs >= UINT32_MAX ||
+        grow((void **)&l->txs, &l->cap_txs, l->n_txs + 1, sizeof *l->txs) != 0)
+        return -1;
+    struct va_deposit *nd = realloc(va->deposits, (va->n_deposits + 1) * sizeof *nd);
+    if (!nd)
+        return -1;
+    va->deposits = nd;
+    nd[va->n_deposits] = (struct va_deposit){now_us, error, (uint32_t)l->n_txs};
+    l->txs[l->n_txs++] = (struct ledger_tx){p, (int32_t)(LEDGER_DEPOSIT_INDEX + va->n_deposits),
+                                            l->next_seq++};
+    va->n_deposits++;
+    p->status = error ? PAY_WAITING_FOR_DEPOSIT : PAY_DONE;
+    if (!error)
+        p->approved_at_us = now_us;
+    return 0;
+}
+
+bool ledger_expire_va(struct payment *p, int64_t now_us)
+{
+    if (p->va && p->status == PAY_WAITING_FOR_DEPOSIT && now_us >= p->va->due_at_us)
+        p->status = PAY_EXPIRED;
+    return p->status == PAY_EXPIRED;
+}
+
 int ledger_approve(struct ledger *l, struct payment *p, int64_t now_us)
 {
     if (l->n_txs >= UINT32_MAX ||
@@ -147,7 +222,7 @@ int ledger_approve(struct ledger *l, struct payment *p, int64_t now_us)
 int ledger_cancel(struct ledger *l, struct payment *p, int64_t amount, const char *reason,
                   int64_t now_us)
 {
-    if (l->n_txs >= UINT32_MAX ||
+    if (l->n_txs >= UINT32_MAX || p->n_cancels >= LEDGER_DEPOSIT_INDEX ||
         grow((void **)&l->txs, &l->cap_txs, l->n_txs + 1, sizeof *l->txs) != 0)
         return -1;
     struct payment_cancel *nc = realloc(p->cancels, (p->n_cancels + 1) * sizeof *nc);
@@ -196,6 +271,9 @@ long ledger_find_tx(const struct ledger *l, const char *tx_key)
         row = p->approve_tx;
     else if (cancel_index >= 0 && (uint64_t)cancel_index < p->n_cancels)
         row = p->cancels[cancel_index].tx;
+    else if (cancel_index >= LEDGER_DEPOSIT_INDEX && p->va &&
+             (uint64_t)(cancel_index - LEDGER_DEPOSIT_INDEX) < p->va->n_deposits)
+        row = p->va->deposits[cancel_index - LEDGER_DEPOSIT_INDEX].tx;
     else
         return -1;
     /* Any 16 characters decode to some (id, index): only the whole key, derived again, says it
@@ -203,6 +281,14 @@ long ledger_find_tx(const struct ledger *l, const char *tx_key)
     char k[33];
     ledger_tx_key(l, p, (int32_t)cancel_index, k);
     return strcmp(k, tx_key) == 0 ? (long)row : -1;
+}
+
+int64_t ledger_tx_at_us(const struct ledger_tx *tx)
+{
+    const struct payment *p = tx->payment;
+    if (tx->cancel_index >= LEDGER_DEPOSIT_INDEX)
+        return p->va->deposits[tx->cancel_index - LEDGER_DEPOSIT_INDEX].at_us;
+    return tx->cancel_index >= 0 ? p->cancels[tx->cancel_index].canceled_at_us : p->approved_at_us;
 }
 
 int ledger_note_idem_key(struct payment *p, const char *idem_key)

@@ -18,7 +18,9 @@ enum pay_status {
     PAY_CANCELED,
     PAY_PARTIAL_CANCELED,
     PAY_ABORTED,
-    PAY_EXPIRED
+    PAY_EXPIRED,
+    PAY_WAITING_FOR_DEPOSIT, /* a virtual account issued, its deposit not (yet) made */
+    PAY_STATUS_COUNT
 };
 
 /* "IN_PROGRESS", "DONE", ... as Toss spells them. */
@@ -31,6 +33,32 @@ struct payment_cancel {
     char *reason;            /* owned */
     uint32_t tx;             /* its row in ledger.txs */
 };
+
+/* One event of a virtual account's (simulated) bank: a deposit, or a deposit error that undoes
+ * the deposit before it (docs/virtual-accounts.md §6.6). Each has its own transactionKey. */
+struct va_deposit {
+    int64_t at_us;           /* business time */
+    bool error;              /* a deposit error (back to WAITING_FOR_DEPOSIT) */
+    uint32_t tx;             /* its row in ledger.txs */
+};
+
+/* What a virtual account (method 가상계좌) has beyond a card payment. */
+struct payment_va {
+    char bank_code[3];       /* Toss's two-digit bank code ("88" 신한) */
+    char account_number[15]; /* 14 digits, derived from the payment's id */
+    int64_t due_at_us;       /* its dueDate, business time */
+    char *customer_name;     /* owned */
+    char *customer_email;    /* owned, or NULL */
+    uint32_t n_deposits;
+    struct va_deposit *deposits; /* owned, in commit order */
+    char *refund_bank, *refund_account, *refund_holder; /* owned: the refundReceiveAccount of
+                                                           a cancel after the deposit, or NULL */
+};
+
+/* The transaction-key index of a virtual account's deposit event k is LEDGER_DEPOSIT_INDEX + k;
+ * cancels use 0 .. LEDGER_DEPOSIT_INDEX - 1 and an approval -1 (ledger_tx_key). */
+#define LEDGER_DEPOSIT_INDEX 500000
+#define LEDGER_MAX_DEPOSITS 1000
 
 struct payment {
     char *payment_key;       /* in the payment's own allocation; also the by-key map's key */
@@ -52,12 +80,14 @@ struct payment {
     uint32_t n_idem_keys;
     uint32_t approve_tx;     /* the approval's row in ledger.txs, once charges > 0 */
     char **idem_keys;        /* owned: distinct Idempotency-Keys seen on this payment's confirms */
+    struct payment_va *va;   /* owned: a virtual account's fields, or NULL for a card payment */
 };
 
-/* One row of GET /v1/transactions: an approval (cancel_index < 0) or a cancel. */
+/* One row of GET /v1/transactions: an approval (cancel_index -1), a cancel (0 ..
+ * LEDGER_DEPOSIT_INDEX - 1) or a virtual account's deposit event (LEDGER_DEPOSIT_INDEX + k). */
 struct ledger_tx {
     struct payment *payment;
-    int32_t cancel_index;
+    int32_t cancel_index;    /* the transaction-key index (ledger_tx_key) */
     uint64_t seq;            /* commit order */
 };
 
@@ -70,6 +100,7 @@ struct ledger {
     size_t n_txs, cap_txs;
     uint64_t next_id, next_seq;
     uint64_t salt;           /* per-instance: makes derived keys unique across runs */
+    size_t n_va;             /* virtual accounts among `all` (the due-date sweep skips none) */
 };
 
 void ledger_init(struct ledger *l, uint64_t salt);
@@ -95,6 +126,26 @@ enum ledger_create_result {
 struct payment *ledger_create(struct ledger *l, const char *payment_key, const char *order_id,
                               int64_t amount, int64_t now_us, enum ledger_create_result *why);
 
+/* Create a virtual account (docs/virtual-accounts.md §6.6): a payment as ledger_create makes
+ * it, but WAITING_FOR_DEPOSIT, with `va`'s fields (taken on success: the caller allocated it
+ * and its strings; left to the caller on failure) and `order_name` copied. Its account number
+ * is derived here. Returns it, or NULL with *why as for ledger_create. */
+struct payment *ledger_create_va(struct ledger *l, const char *payment_key, const char *order_id,
+                                 int64_t amount, const char *order_name, struct payment_va *va,
+                                 int64_t now_us, enum ledger_create_result *why);
+
+/* Record a virtual account's deposit (error false: WAITING_FOR_DEPOSIT → DONE, approved_at set)
+ * or deposit error (error true: DONE → WAITING_FOR_DEPOSIT), each with a transaction row. The
+ * caller has checked the status. 0, or -1 on out of memory or at the bounds (unchanged). */
+int ledger_deposit(struct ledger *l, struct payment *p, bool error, int64_t now_us);
+
+/* Expire virtual account p if it is WAITING_FOR_DEPOSIT and its due date is over at now_us.
+ * True if it is EXPIRED now (whether by this call or before). */
+bool ledger_expire_va(struct payment *p, int64_t now_us);
+
+/* Free a payment_va and its strings (NULL allowed). */
+void ledger_va_free(struct payment_va *va);
+
 /* Record an approval: status DONE, approved_at, charges++, a transaction row. Requires status
  * IN_PROGRESS. Returns 0, or -1 on out of memory or with UINT32_MAX rows (payment unchanged). */
 int ledger_approve(struct ledger *l, struct payment *p, int64_t now_us);
@@ -116,10 +167,14 @@ bool ledger_expire_if_stale(struct payment *p, int64_t now_us, int64_t ttl_us);
  * to find the payment and the index, then checked by deriving the key again. */
 long ledger_find_tx(const struct ledger *l, const char *tx_key);
 
+/* When row `tx` was committed: its approval's, cancel's or deposit event's time (µs). */
+int64_t ledger_tx_at_us(const struct ledger_tx *tx);
+
 /* Remember that `idem_key` was used on a confirm of `p` (deduplicated). 0 or -1 (OOM). */
 int ledger_note_idem_key(struct payment *p, const char *idem_key);
 
-/* Transaction key of an approval (cancel_index < 0) or of cancel `cancel_index`: 32 upper-case
+/* Transaction key of an approval (cancel_index < 0), of cancel `cancel_index`, or of deposit
+ * event k (cancel_index LEDGER_DEPOSIT_INDEX + k): 32 upper-case
  * hex characters derived from (salt, payment id, index) into out[33]. */
 void ledger_tx_key(const struct ledger *l, const struct payment *p, int32_t cancel_index,
                    char out[33]);

@@ -60,7 +60,7 @@ void metrics_render(struct buf *b, struct metrics *m, struct flight *f)
         buf_addf(b, "fakegate_in_flight_peak{route=\"%s\"} %ld\n", route_name((enum route_id)r),
                  atomic_load(&f->peak[r]));
     family(b, "fakegate_payments_total", "counter", "Payment status transitions.");
-    for (int s = 0; s < 6; s++)
+    for (int s = 0; s < PAY_STATUS_COUNT; s++)
         buf_addf(b, "fakegate_payments_total{status=\"%s\"} %llu\n",
                  pay_status_name((enum pay_status)s), atomic_load(&m->payments[s]));
     family(b, "fakegate_idempotent_replays_total", "counter",

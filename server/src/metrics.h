@@ -18,7 +18,7 @@
 struct metrics {
     atomic_ullong requests[ROUTE_LABELS][OUT_COUNT]; /* ROUTE_OTHER included */
     atomic_ullong throttled[ROUTE_COUNT];
-    atomic_ullong payments[6];          /* transitions into each enum pay_status */
+    atomic_ullong payments[PAY_STATUS_COUNT];          /* transitions into each enum pay_status */
     atomic_ullong replays, conflicts, key_reuse;
     atomic_ullong faults[5];            /* enum fault_kind (index 0 unused) */
     atomic_ullong admin_requests;

@@ -41,17 +41,24 @@ static int64_t ms_to_ns(double ms)
 
 /* Render the payment view into a new body, or NULL on out of memory. Store lock held (or a
  * private copy of the payment). */
-static char *render_view(struct gateway *g, const struct store *s, const struct payment *p,
-                         uint32_t cancels, enum pay_status st, size_t *len)
+static char *render_view_at(struct gateway *g, const struct store *s, const struct payment *p,
+                            uint32_t cancels, uint32_t deposits, enum pay_status st, size_t *len)
 {
     struct buf b;
     buf_init(&b);
-    render_payment(&b, store_ledger(s), g->cfg->mid, p, cancels, st);
+    render_payment_at(&b, store_ledger(s), g->cfg->mid, p, cancels, deposits, st);
     if (b.oom) {
         buf_fini(&b);
         return NULL;
     }
     return buf_steal(&b, len);
+}
+
+/* render_view_at with every deposit event of a virtual account (its current deposits). */
+static char *render_view(struct gateway *g, const struct store *s, const struct payment *p,
+                         uint32_t cancels, enum pay_status st, size_t *len)
+{
+    return render_view_at(g, s, p, cancels, p->va ? p->va->n_deposits : 0, st, len);
 }
 
 /* --- idempotency records held by a request (store lock held) ------------------------------ */
@@ -63,8 +70,8 @@ static void replay(struct gateway *g, struct request *r, const struct idem_recor
     size_t len = 0;
     char *body;
     if (s->payment) {
-        body = render_view(g, &r->adm.tenant->store, s->payment, s->view_cancels,
-                           (enum pay_status)s->view_status, &len);
+        body = render_view_at(g, &r->adm.tenant->store, s->payment, s->view_cancels,
+                              s->view_deposits, (enum pay_status)s->view_status, &len);
     } else {
         body = malloc(s->body_len + 1);
         if (body) {
@@ -94,7 +101,8 @@ static void complete_success(struct store *s, struct request *r, struct payment 
     if (!r->claim)
         return;
     struct idem_response resp = {.status = 200, .payment = p, .view_cancels = p->n_cancels,
-                                 .view_status = (uint8_t)p->status, .en = r->lang_en};
+                                 .view_status = (uint8_t)p->status, .en = r->lang_en,
+                                 .view_deposits = p->va ? p->va->n_deposits : 0};
     store_idem_complete(s, r->claim, r, &resp);
     r->claim = NULL;
 }
@@ -232,7 +240,7 @@ static int claim_locked(struct gateway *g, struct store *s, struct request *r, v
 {
     const struct claim_args *a = arg;
     return idem_gate(g, s, r, a->scope, a->scope_len, gateway_now_us(g) * 1000) &&
-           (r->kind == RK_CANCEL || confirm_checks(g, s, r));
+           (r->kind == RK_CANCEL || r->kind == RK_VIRTUAL_ACCOUNT || confirm_checks(g, s, r));
 }
 
 struct commit_view {
@@ -323,12 +331,21 @@ static int cancel_locked(struct gateway *g, struct store *s, struct request *r, 
     int64_t now_us = gateway_now_us(g);
     struct payment *p = store_payment(s, r->payment_key);
     const char *code = NULL;
+    if (p && p->va)
+        gateway_expire(g, s, p); /* its due date may have passed since the last sweep */
+    /* A virtual account waiting for its deposit cancels whole; after the deposit the money
+     * goes back to a refund account (docs/virtual-accounts.md §6.6). */
+    bool waiting = p && p->va && p->status == PAY_WAITING_FOR_DEPOSIT;
     if (!p)
         code = "NOT_FOUND_PAYMENT";
     else if (p->status == PAY_CANCELED)
         code = "ALREADY_CANCELED_PAYMENT";
-    else if (p->status != PAY_DONE && p->status != PAY_PARTIAL_CANCELED)
+    else if (waiting && r->cancel_amount && r->cancel_amount != p->balance)
+        code = "NOT_ALLOWED_PARTIAL_REFUND_WAITING_DEPOSIT";
+    else if (p->status != PAY_DONE && p->status != PAY_PARTIAL_CANCELED && !waiting)
         code = "NOT_CANCELABLE_PAYMENT";
+    else if (p->va && !waiting && !r->refund_account)
+        code = "INVALID_REFUND_ACCOUNT_INFO";
     else if (g->cfg->consecutive_cancel_ms > 0 && p->n_cancels > 0 &&
              now_us - p->cancels[p->n_cancels - 1].canceled_at_us <
                  g->cfg->consecutive_cancel_ms * 1000)
@@ -342,6 +359,13 @@ static int cancel_locked(struct gateway *g, struct store *s, struct request *r, 
         return CANCEL_ANSWERED;
     }
     int64_t amount = r->cancel_amount ? r->cancel_amount : p->balance;
+    if (p->va && r->refund_account) {
+        /* Kept for the render (refundReceiveAccount): the newest cancel's account. */
+        free(p->va->refund_bank), free(p->va->refund_account), free(p->va->refund_holder);
+        p->va->refund_bank = r->refund_bank, p->va->refund_account = r->refund_account;
+        p->va->refund_holder = r->refund_holder;
+        r->refund_bank = r->refund_account = r->refund_holder = NULL;
+    }
     if (store_cancel(s, p, amount, r->cancel_reason, now_us, r) == 0)
         out->body = render_view(g, s, p, p->n_cancels, p->status, &out->len);
     if (!out->body) {
@@ -414,9 +438,7 @@ static int transactions_locked(struct gateway *g, struct store *s, struct reques
     long n = 0;
     for (size_t i = (size_t)from; i < store_tx_count(s) && n < q->limit; i++) {
         const struct ledger_tx *tx = store_tx_at(s, i);
-        int64_t at_us = tx->cancel_index >= 0
-                            ? tx->payment->cancels[tx->cancel_index].canceled_at_us
-                            : tx->payment->approved_at_us;
+        int64_t at_us = ledger_tx_at_us(tx);
         int64_t at = at_us / 1000000;
         if (at < q->start || at > q->end)
             continue;
@@ -523,11 +545,15 @@ static bool is_read(const struct request *r)
     return r->kind == RK_GET_PAYMENT || r->kind == RK_GET_ORDER || r->kind == RK_TRANSACTIONS;
 }
 
-/* The end of the processing latency: commit (confirm, cancel) or read. */
+static enum handler_result va_commit(struct gateway *g, struct request *r);
+
+/* The end of the processing latency: commit (confirm, cancel, virtual-account issue) or read. */
 static enum handler_result finish(struct gateway *g, struct request *r)
 {
     if (r->kind == RK_CANCEL)
         return cancel_commit(g, r);
+    if (r->kind == RK_VIRTUAL_ACCOUNT)
+        return va_commit(g, r);
     if (r->kind == RK_CONFIRM)
         return confirm_commit(g, r);
     return read_now(g, r);
@@ -821,5 +847,168 @@ enum handler_result payments_register_session(struct gateway *g, struct request 
         request_internal(r, "FAILED_INTERNAL_SYSTEM_PROCESSING");
     else
         request_respond(r, 200, a.body, a.len);
+    return H_RESPOND;
+}
+
+/* --- virtual accounts (docs/virtual-accounts.md §6.6) -------------------------------------- */
+
+struct va_result {
+    char *body;
+    size_t len;
+};
+
+enum { VA_DONE = 0, VA_ANSWERED, VA_FAILED };
+
+/* The issue's commit: the orderId is free, so the account is made WAITING_FOR_DEPOSIT with its
+ * due date counted from now; its business errors are decided here, as a cancel's are. */
+static int va_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
+{
+    struct va_result *out = arg;
+    if (answer_fault_uncommits(r)) {
+        release_claim(s, r);
+        return VA_ANSWERED;
+    }
+    if (store_payment_by_order(s, r->order_id)) {
+        business_error(s, r, "DUPLICATED_ORDER_ID", NULL, NULL);
+        return VA_ANSWERED;
+    }
+    int64_t now_us = gateway_now_us(g);
+    char key[32];
+    session_key(g, store_ledger(s)->next_id, key);
+    if (!r->va->due_at_us)
+        r->va->due_at_us = now_us + r->va_valid_us;
+    enum ledger_create_result why;
+    struct payment *p = store_create_va(s, key, r->order_id, r->amount, r->order_name, r->va,
+                                        now_us, r, &why);
+    if (!p) {
+        if (why == LEDGER_ORDER_TAKEN) {
+            business_error(s, r, "DUPLICATED_ORDER_ID", NULL, NULL);
+            return VA_ANSWERED;
+        }
+        release_claim(s, r);
+        return VA_FAILED;
+    }
+    r->va = NULL; /* the ledger's now */
+    out->body = render_view(g, s, p, 0, p->status, &out->len);
+    if (!out->body) {
+        release_claim(s, r);
+        return VA_FAILED;
+    }
+    complete_success(s, r, p);
+    return VA_DONE;
+}
+
+static enum handler_result va_commit(struct gateway *g, struct request *r)
+{
+    struct va_result res = {NULL, 0};
+    int rc = gateway_txn(g, r, va_locked, &res);
+    if (rc == GATEWAY_STRADDLED)
+        return straddled(r);
+    if (rc == VA_FAILED)
+        request_internal(r, "FAILED_INTERNAL_SYSTEM_PROCESSING");
+    else if (rc == VA_DONE)
+        request_respond(r, 200, res.body, res.len);
+    return H_RESPOND;
+}
+
+enum handler_result payments_virtual_account(struct gateway *g, struct request *r)
+{
+    struct body *b = body_parse(r);
+    if (!b)
+        return H_RESPOND;
+    if (test_code(r) || !body_virtual_account(r, b, gateway_now_us(g)))
+        return unplanned(g, r, b);
+    body_free(b);
+    if (!plan_current(g, r, r->adm.idem_key ? r->adm.idem_key : r->order_id))
+        return straddled(r);
+    return enqueue(g, r);
+}
+
+struct deposit_args {
+    const char *order_id, *account_number;
+    int64_t amount;
+    bool error;                    /* deposit-error */
+    const char *code, *ko, *en;    /* the refusal, or NULL */
+    char *body;
+    size_t len;
+};
+
+/* The virtual account a deposit names: by orderId, else by its account number (the newest
+ * one with that number). */
+static struct payment *deposit_target(struct store *s, const struct deposit_args *a)
+{
+    if (a->order_id)
+        return store_payment_by_order(s, a->order_id);
+    for (size_t i = store_payment_count(s); i-- > 0;) {
+        struct payment *p = store_payment_at(s, i);
+        if (p->va && strcmp(p->va->account_number, a->account_number) == 0)
+            return p;
+    }
+    return NULL;
+}
+
+static int deposit_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
+{
+    (void)r;
+    struct deposit_args *a = arg;
+    struct payment *p = deposit_target(s, a);
+    if (!p || !p->va) {
+        a->code = "NOT_FOUND_PAYMENT";
+        return -1;
+    }
+    gateway_expire(g, s, p);
+    a->code = "INVALID_REQUEST";
+    if (a->error) {
+        if (p->status != PAY_DONE) {
+            a->ko = "입금 완료된 가상계좌가 아닙니다.";
+            a->en = "the virtual account has no deposit to undo (status is not DONE)";
+            return -1;
+        }
+    } else if (p->status == PAY_EXPIRED) {
+        a->ko = "입금 기한이 지난 가상계좌입니다.";
+        a->en = "the virtual account's due date has passed";
+        return -1;
+    } else if (p->status != PAY_WAITING_FOR_DEPOSIT) {
+        a->ko = "입금 대기 중인 가상계좌가 아닙니다.";
+        a->en = "the virtual account is not waiting for a deposit";
+        return -1;
+    } else if (a->amount != p->amount) {
+        a->ko = "입금 금액이 결제 금액과 일치하지 않습니다.";
+        a->en = "amount: a virtual account takes exactly its payment's amount";
+        return -1;
+    }
+    a->code = NULL;
+    if (store_deposit(s, p, a->error, gateway_now_us(g), NULL) != 0)
+        return -2;
+    a->body = render_view(g, s, p, p->n_cancels, p->status, &a->len);
+    return a->body ? 0 : -2;
+}
+
+enum handler_result payments_admin_deposit(struct gateway *g, struct request *r)
+{
+    struct body *b = body_parse(r);
+    if (!b)
+        return H_RESPOND;
+    struct deposit_args a = {.error = strstr(r->path, "deposit-error") != NULL};
+    if (!body_deposit(r, b, &a.order_id, &a.account_number, &a.amount)) {
+        body_free(b);
+        return H_RESPOND;
+    }
+    /* Its tenant: the one X-Fakegate-Tenant names, else the default one (docs/tenants.md §9). */
+    struct tenant *t;
+    if (!admin_tenant(g, r, false, &t)) {
+        body_free(b);
+        return H_RESPOND;
+    }
+    int rc = gateway_tenant_txn(g, t ? t : gateway_tenant_next(g, NULL), deposit_locked, &a);
+    body_free(b);
+    if (rc == 0)
+        request_respond(r, 200, a.body, a.len);
+    else if (a.code && a.ko)
+        body_invalid(r, a.code, a.ko, a.en);
+    else if (a.code)
+        request_error(r, a.code, NULL);
+    else
+        request_internal(r, "FAILED_INTERNAL_SYSTEM_PROCESSING");
     return H_RESPOND;
 }

@@ -41,4 +41,17 @@ enum handler_result payments_cancel(struct gateway *g, struct request *r);
  * tgen_yyyyMMddHHmmssXXXXX style when none is given. Always H_RESPOND. Thread: worker. */
 enum handler_result payments_register_session(struct gateway *g, struct request *r);
 
+/* POST /v1/virtual-accounts (docs/virtual-accounts.md §6.6): validate, plan on the
+ * virtual_account route, then as a confirm (queue, idempotency, latency) issue a virtual
+ * account WAITING_FOR_DEPOSIT at the commit, or DUPLICATED_ORDER_ID. Thread: worker (the
+ * commit may run on the timer thread, as every commit). */
+enum handler_result payments_virtual_account(struct gateway *g, struct request *r);
+
+/* POST /__admin/virtual-accounts/deposit {orderId | accountNumber, amount} and
+ * .../deposit-error {orderId | accountNumber}: the simulated bank (docs/virtual-accounts.md
+ * §6.6) in the tenant X-Fakegate-Tenant names, else the default one. 200 with the Payment; 400
+ * INVALID_REQUEST (wrong amount, expired, wrong status) or 404 NOT_FOUND_PAYMENT, nothing
+ * changed. Always H_RESPOND. Thread: worker. */
+enum handler_result payments_admin_deposit(struct gateway *g, struct request *r);
+
 #endif

@@ -32,6 +32,7 @@ const char *route_name(enum route_id r)
     case ROUTE_CONFIRM: return "confirm";
     case ROUTE_CANCEL: return "cancel";
     case ROUTE_READ: return "read";
+    case ROUTE_VIRTUAL_ACCOUNT: return "virtual_account";
     case ROUTE_DEFAULT: return "default";
     case ROUTE_COUNT: break;
     }
@@ -80,7 +81,8 @@ static int parse_routes(struct pctx *c, json_t *obj, struct profile *p)
 {
     if (!json_is_object(obj))
         return pctx_fail(c, AT_VALUE, true, "expected an object");
-    static const char *const names[] = {"confirm", "cancel", "read", "default", NULL};
+    static const char *const names[] = {"confirm", "cancel", "read", "virtual_account",
+                                        "default", NULL};
     const char *key;
     json_t *v;
     json_object_foreach(obj, key, v) {

@@ -14,7 +14,14 @@
 #include "rng.h"
 
 /* Routes as profiles name them. A request on a route the profile does not name uses `default`. */
-enum route_id { ROUTE_CONFIRM = 0, ROUTE_CANCEL, ROUTE_READ, ROUTE_DEFAULT, ROUTE_COUNT };
+enum route_id {
+    ROUTE_CONFIRM = 0,
+    ROUTE_CANCEL,
+    ROUTE_READ,
+    ROUTE_VIRTUAL_ACCOUNT, /* POST /v1/virtual-accounts (docs/virtual-accounts.md §6.6) */
+    ROUTE_DEFAULT,
+    ROUTE_COUNT
+};
 
 /* Not a profile route: a request that matched no route (404, 405) or was refused before routing
  * (431, framing). It is counted and journaled as "other" (docs/admin.md §5), never planned, and
@@ -22,7 +29,7 @@ enum route_id { ROUTE_CONFIRM = 0, ROUTE_CANCEL, ROUTE_READ, ROUTE_DEFAULT, ROUT
 #define ROUTE_OTHER ROUTE_COUNT
 #define ROUTE_LABELS (ROUTE_COUNT + 1)
 
-/* "confirm", "cancel", "read", "default". */
+/* "confirm", "cancel", "read", "virtual_account", "default". */
 const char *route_name(enum route_id r);
 
 enum body_mismatch { BODY_MISMATCH_REPLAY = 0, BODY_MISMATCH_REJECT };

@@ -71,27 +71,108 @@ static void add_receipt_url(struct buf *b, const char tx[33])
     ADD_LIT(b, "&ref=PX");
 }
 
+void render_secret(const struct ledger *l, const struct payment *p, char out[28])
+{
+    static const char alnum[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    uint64_t st = l->salt ^ mix64(p->id ^ 0xa5a5a5a5u);
+    memcpy(out, "ps_", 3);
+    for (int i = 0; i < 24; i++)
+        out[3 + i] = alnum[splitmix64(&st) % 62];
+    out[27] = '\0';
+}
+
+bool render_last_tx(const struct ledger *l, const struct payment *p, uint32_t view_cancels,
+                    uint32_t view_deposits, enum pay_status view_status, char out[33])
+{
+    out[0] = '\0';
+    if (view_cancels > 0)
+        ledger_tx_key(l, p, (int32_t)view_cancels - 1, out);
+    else if (p->va && view_deposits > 0)
+        ledger_tx_key(l, p, (int32_t)(LEDGER_DEPOSIT_INDEX + view_deposits - 1), out);
+    else if (!p->va && p->approved_at_us != 0 &&
+             (view_status == PAY_DONE || view_status == PAY_CANCELED ||
+              view_status == PAY_PARTIAL_CANCELED))
+        ledger_tx_key(l, p, -1, out);
+    return out[0] != '\0';
+}
+
+/* A virtual account's approval (its deposit) in a view: the time of the view's last deposit
+ * event if that is a deposit, not an error, and the view is past it; else 0. */
+static int64_t va_approved_at(const struct payment *p, uint32_t view_deposits,
+                              enum pay_status view_status)
+{
+    if (view_deposits == 0 || p->va->deposits[view_deposits - 1].error ||
+        !(view_status == PAY_DONE || view_status == PAY_CANCELED ||
+          view_status == PAY_PARTIAL_CANCELED))
+        return 0;
+    return p->va->deposits[view_deposits - 1].at_us;
+}
+
+/* virtualAccount {...} (docs/virtual-accounts.md §6.6; field names of Toss's Payment
+ * 2022-11-16). The refund account shows once a cancel that gave one is in the view. */
+static void add_virtual_account(struct buf *b, const struct payment *p, uint32_t view_cancels,
+                                enum pay_status view_status)
+{
+    const struct payment_va *va = p->va;
+    bool refunded = view_cancels > 0 && va->refund_account;
+    ADD_LIT(b, "{\"accountType\":\"일반\",\"accountNumber\":\"");
+    buf_add(b, va->account_number, 14);
+    ADD_LIT(b, "\",\"bankCode\":\"");
+    buf_add(b, va->bank_code, 2);
+    ADD_LIT(b, "\",\"customerName\":");
+    buf_add_json_strz(b, va->customer_name);
+    ADD_KV_TIME(b, ",\"dueDate\":", va->due_at_us);
+    ADD_LIT(b, ",\"refundStatus\":\"");
+    buf_adds(b, refunded ? "COMPLETED" : "NONE");
+    ADD_LIT(b, "\",\"expired\":");
+    buf_adds(b, view_status == PAY_EXPIRED ? "true" : "false");
+    ADD_LIT(b, ",\"settlementStatus\":\"INCOMPLETED\",\"refundReceiveAccount\":");
+    if (refunded) {
+        ADD_LIT(b, "{\"bankCode\":");
+        buf_add_json_strz(b, va->refund_bank);
+        ADD_LIT(b, ",\"accountNumber\":");
+        buf_add_json_strz(b, va->refund_account);
+        ADD_LIT(b, ",\"holderName\":");
+        buf_add_json_strz(b, va->refund_holder);
+        buf_addc(b, '}');
+    } else {
+        ADD_LIT(b, "null");
+    }
+    buf_addc(b, '}');
+}
+
 void render_payment(struct buf *b, const struct ledger *l, const char *mid,
                     const struct payment *p, uint32_t view_cancels, enum pay_status view_status)
 {
-    bool approved = p->approved_at_us != 0 &&
-                    (view_status == PAY_DONE || view_status == PAY_CANCELED ||
-                     view_status == PAY_PARTIAL_CANCELED);
+    render_payment_at(b, l, mid, p, view_cancels, p->va ? p->va->n_deposits : 0, view_status);
+}
+
+void render_payment_at(struct buf *b, const struct ledger *l, const char *mid,
+                       const struct payment *p, uint32_t view_cancels, uint32_t view_deposits,
+                       enum pay_status view_status)
+{
+    int64_t approved_at = p->va ? va_approved_at(p, view_deposits, view_status)
+                          : p->approved_at_us != 0 &&
+                                    (view_status == PAY_DONE || view_status == PAY_CANCELED ||
+                                     view_status == PAY_PARTIAL_CANCELED)
+                              ? p->approved_at_us
+                              : 0;
+    bool approved = approved_at != 0;
     int64_t balance = p->amount;
     for (uint32_t i = 0; i < view_cancels; i++)
         balance -= p->cancels[i].amount;
     char last_tx[33], approval_tx[33];
-    ledger_tx_key(l, p, -1, approval_tx);
-    if (view_cancels > 0)
-        ledger_tx_key(l, p, (int32_t)view_cancels - 1, last_tx);
+    bool has_last = render_last_tx(l, p, view_cancels, view_deposits, view_status, last_tx);
+    if (p->va && approved)
+        ledger_tx_key(l, p, (int32_t)(LEDGER_DEPOSIT_INDEX + view_deposits - 1), approval_tx);
     else
-        memcpy(last_tx, approval_tx, sizeof last_tx);
+        ledger_tx_key(l, p, -1, approval_tx);
 
     buf_reserve(b, 1536 + 384 * view_cancels); /* a DONE Payment is ~1.3 KB: one allocation */
     ADD_LIT(b, "{\"mId\":");
     buf_add_json_strz(b, mid);
     ADD_LIT(b, ",\"lastTransactionKey\":");
-    if (approved) {
+    if (has_last) {
         buf_addc(b, '"');
         buf_add(b, last_tx, 32);
         buf_addc(b, '"');
@@ -108,13 +189,18 @@ void render_payment(struct buf *b, const struct ledger *l, const char *mid,
     buf_adds(b, pay_status_name(view_status));
     buf_addc(b, '"');
     ADD_KV_TIME(b, ",\"requestedAt\":", p->requested_at_us);
-    ADD_KV_TIME(b, ",\"approvedAt\":", approved ? p->approved_at_us : 0);
+    ADD_KV_TIME(b, ",\"approvedAt\":", approved_at);
     ADD_LIT(b, ",\"useEscrow\":false,\"cultureExpense\":false,\"card\":");
-    if (approved)
+    if (approved && !p->va)
         add_card(b, l, p);
     else
         ADD_LIT(b, "null");
-    ADD_LIT(b, ",\"virtualAccount\":null,\"transfer\":null,\"mobilePhone\":null,"
+    ADD_LIT(b, ",\"virtualAccount\":");
+    if (p->va)
+        add_virtual_account(b, p, view_cancels, view_status);
+    else
+        ADD_LIT(b, "null");
+    ADD_LIT(b, ",\"transfer\":null,\"mobilePhone\":null,"
                "\"giftCertificate\":null,\"cashReceipt\":null,\"cashReceipts\":null,"
                "\"discount\":null,\"cancels\":");
     if (view_cancels == 0) {
@@ -143,18 +229,14 @@ void render_payment(struct buf *b, const struct ledger *l, const char *mid,
         buf_addc(b, ']');
     }
     {
-        char secret[24];
-        static const char alnum[] =
-            "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
-        uint64_t st = l->salt ^ mix64(p->id ^ 0xa5a5a5a5u);
-        for (int i = 0; i < 24; i++)
-            secret[i] = alnum[splitmix64(&st) % 62];
-        ADD_LIT(b, ",\"secret\":\"ps_");
-        buf_add(b, secret, sizeof secret);
+        char secret[28];
+        render_secret(l, p, secret);
+        ADD_LIT(b, ",\"secret\":\"");
+        buf_add(b, secret, 27);
         buf_addc(b, '"');
     }
     ADD_LIT(b, ",\"type\":\"NORMAL\",\"easyPay\":null,\"country\":\"KR\",\"failure\":");
-    if (view_status == PAY_EXPIRED)
+    if (view_status == PAY_EXPIRED && !p->va)
         ADD_LIT(b, "{\"code\":\"EXPIRED_PAYMENT\",\"message\":\"결제 유효 시간이 지나 만료되었습니다.\"}");
     else
         ADD_LIT(b, "null");
@@ -178,8 +260,9 @@ void render_payment(struct buf *b, const struct ledger *l, const char *mid,
     buf_add_i64(b, balance - vat);
     ADD_LIT(b, ",\"vat\":");
     buf_add_i64(b, vat);
-    ADD_LIT(b, ",\"taxFreeAmount\":0,\"metadata\":null,\"method\":\"카드\","
-               "\"version\":\"2022-11-16\"}");
+    ADD_LIT(b, ",\"taxFreeAmount\":0,\"metadata\":null,\"method\":");
+    buf_adds(b, p->va ? "\"가상계좌\"" : "\"카드\"");
+    ADD_LIT(b, ",\"version\":\"2022-11-16\"}");
 }
 
 void render_error(struct buf *b, const char *code, const char *message)
@@ -197,7 +280,11 @@ void render_transaction(struct buf *b, const struct ledger *l, const char *mid,
     const struct payment *p = tx->payment;
     char key[33];
     ledger_tx_key(l, p, tx->cancel_index, key);
-    const struct payment_cancel *c = tx->cancel_index >= 0 ? &p->cancels[tx->cancel_index] : NULL;
+    const struct va_deposit *d = tx->cancel_index >= LEDGER_DEPOSIT_INDEX
+                                     ? &p->va->deposits[tx->cancel_index - LEDGER_DEPOSIT_INDEX]
+                                     : NULL;
+    const struct payment_cancel *c =
+        tx->cancel_index >= 0 && !d ? &p->cancels[tx->cancel_index] : NULL;
     buf_adds(b, "{\"mId\":");
     buf_add_json_strz(b, mid);
     ADD_LIT(b, ",\"transactionKey\":\"");
@@ -206,12 +293,15 @@ void render_transaction(struct buf *b, const struct ledger *l, const char *mid,
     buf_add_json_strz(b, p->payment_key);
     ADD_LIT(b, ",\"orderId\":");
     buf_add_json_strz(b, p->order_id);
-    ADD_LIT(b, ",\"method\":\"카드\",\"customerKey\":null,\"useEscrow\":false,\"receiptUrl\":\"");
+    buf_adds(b, p->va ? ",\"method\":\"가상계좌\"" : ",\"method\":\"카드\"");
+    ADD_LIT(b, ",\"customerKey\":null,\"useEscrow\":false,\"receiptUrl\":\"");
     add_receipt_url(b, key);
     ADD_LIT(b, "\",\"status\":\"");
-    buf_adds(b, c ? (c->balance_after == 0 ? "CANCELED" : "PARTIAL_CANCELED") : "DONE");
+    buf_adds(b, c   ? (c->balance_after == 0 ? "CANCELED" : "PARTIAL_CANCELED")
+                : d && d->error ? "WAITING_FOR_DEPOSIT"
+                                : "DONE");
     buf_addc(b, '"');
-    ADD_KV_TIME(b, ",\"transactionAt\":", c ? c->canceled_at_us : p->approved_at_us);
+    ADD_KV_TIME(b, ",\"transactionAt\":", ledger_tx_at_us(tx));
     buf_adds(b, ",\"currency\":\"KRW\",\"amount\":");
     buf_add_i64(b, c ? c->amount : p->amount);
     buf_addc(b, '}');

@@ -17,6 +17,22 @@
 void render_payment(struct buf *b, const struct ledger *l, const char *mid,
                     const struct payment *p, uint32_t view_cancels, enum pay_status view_status);
 
+/* render_payment, for a virtual account also as it was after its first `view_deposits` deposit
+ * events (docs/virtual-accounts.md §6.6): method 가상계좌, a virtualAccount object, approvedAt
+ * and lastTransactionKey of the view's deposit. render_payment passes all of them. */
+void render_payment_at(struct buf *b, const struct ledger *l, const char *mid,
+                       const struct payment *p, uint32_t view_cancels, uint32_t view_deposits,
+                       enum pay_status view_status);
+
+/* The payment's `secret` (docs/webhooks.md §6.1): "ps_" + 24 characters derived from the
+ * payment's id and the ledger's salt, into out[28]. */
+void render_secret(const struct ledger *l, const struct payment *p, char out[28]);
+
+/* The transactionKey a view of p names last (its newest cancel, else for a virtual account its
+ * newest deposit event, else its approval) into out[33]; false (out "") when it has none. */
+bool render_last_tx(const struct ledger *l, const struct payment *p, uint32_t view_cancels,
+                    uint32_t view_deposits, enum pay_status view_status, char out[33]);
+
 /* One row of GET /v1/transactions (docs/api.md §2.2, docs/edge-rules.md §7): an approval has status
  * DONE and the payment's total; a cancel has its cancelAmount and the payment's status after it. */
 void render_transaction(struct buf *b, const struct ledger *l, const char *mid,

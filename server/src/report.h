@@ -29,7 +29,7 @@ struct report_finding {
 };
 
 #define REPORT_KINDS 6             /* retried_4xx ... retry_storm (report.c's table) */
-#define REPORT_ROUTES 4            /* confirm, cancel, read, default: enum route_id */
+#define REPORT_ROUTES 5            /* confirm, cancel, read, virtual_account, default: enum route_id */
 
 struct report {
     pthread_mutex_t lock;

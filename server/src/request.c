@@ -37,6 +37,11 @@ void request_free(struct request *r)
     free(r->ovr_latency);
     profile_free(r->adm.ovr_fault_profile);
     free(r->cancel_reason);
+    free(r->refund_bank);
+    free(r->refund_account);
+    free(r->refund_holder);
+    ledger_va_free(r->va);
+    free(r->order_name);
     buf_fini(&r->body);
     free(r->path_param);
     free(r->adm.secret_key);

@@ -17,6 +17,7 @@
 #include "report.h"
 
 struct live;
+struct payment_va;
 struct tenant;
 
 enum http_method { HM_GET = 0, HM_POST, HM_PUT, HM_DELETE, HM_PATCH, HM_HEAD, HM_OTHER };
@@ -36,6 +37,7 @@ enum route_kind {
     RK_GET_ORDER,
     RK_CANCEL,
     RK_TRANSACTIONS,
+    RK_VIRTUAL_ACCOUNT,
     RK_HEALTH,
     RK_ADMIN_PAYMENTS,
     RK_ADMIN_SESSIONS,
@@ -47,6 +49,7 @@ enum route_kind {
     RK_ADMIN_DELIVERIES,
     RK_ADMIN_RESEND,
     RK_ADMIN_CLOCK,
+    RK_ADMIN_DEPOSIT,
     RK_METRICS
 };
 
@@ -179,6 +182,12 @@ struct request {
     char *cancel_reason;   /* cancel: cancelReason */
     int64_t cancel_amount; /* cancel: cancelAmount, 0 = absent (the whole balance) */
     int64_t refundable_amount; /* cancel: refundableAmount, 0 = absent */
+    char *refund_bank, *refund_account, *refund_holder; /* cancel: refundReceiveAccount {bank,
+                                                           accountNumber, holderName}, or NULL */
+    struct payment_va *va; /* virtual-account issue: its fields (owned until the ledger takes
+                              them), due_at_us absolute, or 0 with va_valid_us relative */
+    char *order_name;      /* virtual-account issue: orderName */
+    int64_t va_valid_us;   /* virtual-account issue: the due date's distance from the commit */
     uint64_t body_hash;    /* canonical body hash, for Idempotency-Key reuse detection */
     struct idem_record *claim; /* the record this request holds (PROCESSING), or NULL; valid
                                   while adm.generation is the store's */

@@ -57,6 +57,12 @@ static const struct route_row {
      false},
     {"/metrics", HM_GET, RK_METRICS, ROUTE_DEFAULT, admin_metrics, false},
     {"/v1/transactions", HM_GET, RK_TRANSACTIONS, ROUTE_READ, payments_read, false},
+    {"/v1/virtual-accounts", HM_POST, RK_VIRTUAL_ACCOUNT, ROUTE_VIRTUAL_ACCOUNT,
+     payments_virtual_account, false},
+    {"/__admin/virtual-accounts/deposit", HM_POST, RK_ADMIN_DEPOSIT, ROUTE_DEFAULT,
+     payments_admin_deposit, false},
+    {"/__admin/virtual-accounts/deposit-error", HM_POST, RK_ADMIN_DEPOSIT, ROUTE_DEFAULT,
+     payments_admin_deposit, false},
     {"/v1/payments/confirm", HM_POST, RK_CONFIRM, ROUTE_CONFIRM, payments_confirm, false},
     {"/v1/payments/orders/*", HM_GET, RK_GET_ORDER, ROUTE_READ, payments_read, true},
     {"/v1/payments/*/cancel", HM_POST, RK_CANCEL, ROUTE_CANCEL, payments_cancel, false},
@@ -68,7 +74,7 @@ static const struct route_row {
 static bool is_v1(enum route_kind k)
 {
     return k == RK_CONFIRM || k == RK_GET_PAYMENT || k == RK_GET_ORDER || k == RK_CANCEL ||
-           k == RK_TRANSACTIONS;
+           k == RK_TRANSACTIONS || k == RK_VIRTUAL_ACCOUNT;
 }
 
 /* `path` matches `pattern`; *param and *len receive the "*" segment. */
@@ -228,7 +234,8 @@ enum handler_result router_on_body(struct gateway *g, struct request *r)
 {
     if (!admit_body_size(g, r))
         return H_RESPOND;
-    if ((r->kind == RK_CONFIRM || r->kind == RK_CANCEL) && !admit_idempotency_key(r))
+    if ((r->kind == RK_CONFIRM || r->kind == RK_CANCEL || r->kind == RK_VIRTUAL_ACCOUNT) &&
+        !admit_idempotency_key(r))
         return H_RESPOND;
     const struct route_row *row = row_of(r->kind, r->method);
     if (!row) { /* cannot happen: route() found it */

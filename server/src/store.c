@@ -99,6 +99,37 @@ bool store_expire(struct store *s, struct payment *p, int64_t now_us, int64_t tt
     return is;
 }
 
+struct payment *store_create_va(struct store *s, const char *payment_key, const char *order_id,
+                                int64_t amount, const char *order_name, struct payment_va *va,
+                                int64_t now_us, struct request *cause,
+                                enum ledger_create_result *why)
+{
+    struct payment *p = ledger_create_va(&s->ledger, payment_key, order_id, amount, order_name,
+                                         va, now_us, why);
+    if (p)
+        emit(s, p, cause, now_us);
+    return p;
+}
+
+int store_deposit(struct store *s, struct payment *p, bool error, int64_t now_us,
+                  struct request *cause)
+{
+    assert(p->va && p->status == (error ? PAY_DONE : PAY_WAITING_FOR_DEPOSIT));
+    if (ledger_deposit(&s->ledger, p, error, now_us) != 0)
+        return -1;
+    emit(s, p, cause, now_us);
+    return 0;
+}
+
+bool store_expire_va(struct store *s, struct payment *p, int64_t now_us)
+{
+    bool was = p->status == PAY_EXPIRED;
+    bool is = ledger_expire_va(p, now_us);
+    if (is && !was)
+        emit(s, p, NULL, now_us);
+    return is;
+}
+
 int store_note_idem_key(struct store *s, struct payment *p, const char *idem_key)
 {
     (void)s;

@@ -82,6 +82,20 @@ int store_cancel(struct store *s, struct payment *p, int64_t amount, const char 
 /* Expire p if its session is older than ttl_us at now_us (docs/api.md §2.1); emits EXPIRED
  * the first time. True if p is EXPIRED now. */
 bool store_expire(struct store *s, struct payment *p, int64_t now_us, int64_t ttl_us);
+/* Create a virtual account WAITING_FOR_DEPOSIT (see ledger_create_va: `va` is taken on
+ * success). Emits WAITING_FOR_DEPOSIT. */
+struct payment *store_create_va(struct store *s, const char *payment_key, const char *order_id,
+                                int64_t amount, const char *order_name, struct payment_va *va,
+                                int64_t now_us, struct request *cause,
+                                enum ledger_create_result *why);
+/* A deposit (DONE) or a deposit error (WAITING_FOR_DEPOSIT) of virtual account p, the caller
+ * having checked its status (docs/virtual-accounts.md §6.6). Emits the new status. 0, or -1 on
+ * out of memory (nothing changed). */
+int store_deposit(struct store *s, struct payment *p, bool error, int64_t now_us,
+                  struct request *cause);
+/* Expire virtual account p if its due date is over at now_us; emits EXPIRED the first time.
+ * True if p is EXPIRED now. */
+bool store_expire_va(struct store *s, struct payment *p, int64_t now_us);
 /* Remember `idem_key` on p's confirms (for GET /__admin/payments). 0, or -1 on out of memory. */
 int store_note_idem_key(struct store *s, struct payment *p, const char *idem_key);
 

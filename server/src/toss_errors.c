@@ -19,6 +19,7 @@ static const struct toss_error table[] = {
     {"COMMON_ERROR", 500, "일시적인 오류가 발생했습니다. 잠시 후 다시 시도해주세요.", "A temporary error occurred. Please try again later."},
     {"DUPLICATED_ORDER_ID", 400, "이미 승인 및 취소가 진행된 중복된 주문번호 입니다. 다른 주문번호로 진행해주세요.", "This orderId has already been used for an approval or a cancel. Use another orderId."},
     {"EXCEED_MAX_DAILY_PAYMENT_COUNT", 400, "하루 결제 가능 횟수를 초과했습니다.", "The daily payment count limit has been exceeded."},
+    {"EXCEED_MAX_DUE_DATE", 400, "가상 계좌의 최대 유효만료 기간을 초과했습니다.", "The virtual account's due date exceeds the maximum allowed."},
     {"EXCEED_MAX_PAYMENT_AMOUNT", 400, "하루 결제 가능 금액을 초과했습니다.", "The daily payment amount limit has been exceeded."},
     {"FAILED_INTERNAL_SYSTEM_PROCESSING", 500, "내부 시스템 처리 작업이 실패했습니다. 잠시 후 다시 시도해주세요.", "Internal system processing failed. Please try again later."},
     {"FAILED_PAYMENT_INTERNAL_SYSTEM_PROCESSING", 500, "결제가 완료되지 않았어요. 다시 시도해주세요.", "The payment was not completed. Please try again."},
@@ -30,17 +31,22 @@ static const struct toss_error table[] = {
     /* Toss's docs list 403 for this code; other sources report 400. docs/api.md §2 uses 400. */
     {"INCORRECT_BASIC_AUTH_FORMAT", 400, "잘못된 요청입니다. ':' 를 포함해 인코딩해주세요.", "Invalid request. Encode the key followed by ':'."},
     {"INVALID_API_KEY", 400, "잘못된 시크릿키 연동 정보 입니다.", "Invalid secret key integration information."},
+    {"INVALID_BANK", 400, "유효하지 않은 은행입니다.", "Invalid bank."},
     {"INVALID_CARD_EXPIRATION", 400, "카드 정보를 다시 확인해주세요. (유효기간)", "Please check the card information again (expiration date)."},
     {"INVALID_CARD_NUMBER", 400, "카드번호를 다시 확인해주세요.", "Please check the card number again."},
     {"INVALID_IDEMPOTENCY_KEY", 400, "멱등키는 300자 이하여야 합니다.", "The Idempotency-Key must be at most 300 characters."},
     {"INVALID_ORDER_ID", 400, "주문번호는 6자 이상 64자 이하의 영문 대소문자, 숫자, 특수문자 -, _ 로만 이루어져야 합니다.", "orderId must be 6 to 64 characters of letters, digits, '-' and '_'."}, /* [ours] wording */
     {"INVALID_PAYMENT_KEY", 400, "잘못된 paymentKey 입니다.", "Invalid paymentKey."}, /* [ours] wording */
     {"INVALID_PROFILE", 400, "잘못된 프로필입니다.", "Invalid profile."}, /* [ours] admin */
+    /* Toss's message speaks of a mismatch; fakegate sends it for a missing or invalid account. */
+    {"INVALID_REFUND_ACCOUNT_INFO", 400, "환불 계좌번호와 예금주명이 일치하지 않습니다.", "The refund account number and holder name do not match."},
     {"INVALID_REQUEST", 400, "잘못된 요청입니다.", "Invalid request."},
     {"INVALID_STOPPED_CARD", 400, "정지된 카드 입니다.", "The card has been suspended."},
     {"INVALID_TEST_CODE", 400, "유효하지 않은 테스트 코드입니다.", "Invalid test code."}, /* [ours] wording */
     {"INVALID_TRANSACTION_KEY", 400, "잘못된 transactionKey 입니다.", "Invalid transactionKey."}, /* [ours] */
+    {"INVALID_VALID_HOURS_WITH_DUE_DATE_AND_SINGLE", 400, "유효 시간과 마감 시간은 동시에 설정할 수 없습니다.", "validHours and dueDate cannot both be set."}, /* [ours] wording */
     {"METHOD_NOT_ALLOWED", 405, "허용되지 않은 메서드입니다.", "Method not allowed."}, /* [ours] */
+    {"NOT_ALLOWED_PARTIAL_REFUND_WAITING_DEPOSIT", 403, "입금 대기중인 결제는 부분 환불이 불가합니다.", "A payment waiting for its deposit cannot be partially refunded."},
     {"NOT_AVAILABLE_PAYMENT", 400, "결제가 불가능한 시간대입니다", "Payments are not available at this time."},
     {"NOT_CANCELABLE_AMOUNT", 403, "취소 할 수 없는 금액 입니다.", "The amount cannot be canceled."},
     {"NOT_CANCELABLE_PAYMENT", 403, "취소 할 수 없는 결제 입니다.", "The payment cannot be canceled."},

@@ -46,16 +46,19 @@
 /* Minutes between a failed attempt and the next [Toss developer guide, webhooks]. */
 static const int64_t RETRY_MIN[MAX_ATTEMPTS - 1] = {1, 4, 16, 64, 256, 1024, 4096};
 
-enum event_type { EV_PAYMENT_STATUS_CHANGED = 0, EV_TYPES };
-static const char *const EVENT_TYPE_NAMES[EV_TYPES] = {"PAYMENT_STATUS_CHANGED"};
+enum event_type { EV_PAYMENT_STATUS_CHANGED = 0, EV_DEPOSIT_CALLBACK, EV_TYPES };
+static const char *const EVENT_TYPE_NAMES[EV_TYPES] = {"PAYMENT_STATUS_CHANGED",
+                                                       "DEPOSIT_CALLBACK"};
 static const char *const STATUS_NAMES[] = {"pending", "delivered", "failed", "dropped"};
 
 /* An event as the store announced it, waiting in the inbox to be rendered. */
 struct inbound {
+    enum event_type type;
     struct tenant *tenant;         /* whose payment (tenants live until exit) */
     const struct payment *payment; /* valid while `generation` is its tenant's */
     uint64_t generation;
     uint32_t view_cancels;
+    uint32_t view_deposits;        /* a virtual account's deposit events at the event */
     enum pay_status view_status;
     int64_t at_us;
     uint32_t seq;
@@ -421,7 +424,9 @@ static void file_event(struct webhooks *w, struct event *e, const struct inbound
     const struct receivers *rx = receivers_of(w, e->tenant, false);
     for (size_t i = 0; i < rx->n; i++) {
         struct rng rng;
-        rng_seed_request(&rng, in->seed, RNG_ROUTE_WEBHOOK + (int)i, e->payment_key,
+        rng_seed_request(&rng, in->seed,
+                         RNG_ROUTE_WEBHOOK + (int)(e->type * WEBHOOK_MAX_RECEIVERS + i),
+                         e->payment_key,
                          strlen(e->payment_key), in->seq);
         double u = rng_uniform01(&rng);
         const struct webhook_faults *f = in->faults;
@@ -498,6 +503,35 @@ static int on_curl_timer(CURLM *multi, long timeout_ms, void *ctx)
 
 /* ---- the store's subscriber and the inbox ---------------------------------------------------- */
 
+/* Queue one inbound event (the inbox lock is taken here); wake the dispatcher once a batch. */
+static void inbox_add(struct webhooks *w, const struct inbound *in)
+{
+    pthread_mutex_lock(&w->inbox_lock);
+    bool first = w->n_inbox == 0, full = false;
+    if (grow((void **)&w->inbox, &w->cap_inbox, w->n_inbox + 1, sizeof *w->inbox)) {
+        w->inbox[w->n_inbox++] = *in;
+        full = w->n_inbox == INBOX_BATCH;
+    }
+    if (first)
+        w->inbox_since_ns = now_mono_ns();
+    pthread_mutex_unlock(&w->inbox_lock);
+    if (first || full) /* the dispatcher wakes once per batch, not once per event */
+        wake(w);
+}
+
+/* A virtual account's transition that its bank announces with DEPOSIT_CALLBACK
+ * (docs/webhooks.md §6.3): a deposit (DONE), a deposit error (WAITING_FOR_DEPOSIT) and a
+ * cancel to CANCELED -- not the issue itself, a partial cancel, or an expiry [Toss]. */
+static bool has_deposit_callback(const struct payment_event *ev)
+{
+    const struct payment *p = ev->payment;
+    if (!p->va)
+        return false;
+    if (ev->status == PAY_WAITING_FOR_DEPOSIT)
+        return p->va->n_deposits > 0;
+    return ev->status == PAY_DONE || ev->status == PAY_CANCELED;
+}
+
 /* Under the store lock, on the thread that changed the payment: note the event, nothing more. */
 static void on_payment_event(void *ctx, const struct payment_event *ev)
 {
@@ -514,23 +548,18 @@ static void on_payment_event(void *ctx, const struct payment_event *ev)
         .payment = ev->payment,
         .generation = t->generation, /* the store lock is held */
         .view_cancels = ev->payment->n_cancels,
+        .view_deposits = ev->payment->va ? ev->payment->va->n_deposits : 0,
         .view_status = ev->status,
         .at_us = ev->at_us,
         .seq = ev->seq,
         .faults = &p->webhooks,
         .seed = ev->cause ? ev->cause->adm.seed : gateway_seed(g, p),
     };
-    pthread_mutex_lock(&w->inbox_lock);
-    bool first = w->n_inbox == 0, full = false;
-    if (grow((void **)&w->inbox, &w->cap_inbox, w->n_inbox + 1, sizeof *w->inbox)) {
-        w->inbox[w->n_inbox++] = in;
-        full = w->n_inbox == INBOX_BATCH;
+    inbox_add(w, &in);
+    if (has_deposit_callback(ev)) {
+        in.type = EV_DEPOSIT_CALLBACK;
+        inbox_add(w, &in);
     }
-    if (first)
-        w->inbox_since_ns = now_mono_ns();
-    pthread_mutex_unlock(&w->inbox_lock);
-    if (first || full) /* the dispatcher wakes once per batch, not once per event */
-        wake(w);
 }
 
 struct render_batch {
@@ -546,7 +575,7 @@ static struct event *render_event(struct gateway *g, const struct inbound *in)
     struct event *e = calloc(1, sizeof *e + lk + lo + 2);
     if (!e)
         return NULL;
-    e->type = EV_PAYMENT_STATUS_CHANGED;
+    e->type = in->type;
     e->tenant = in->tenant;
     e->generation = in->generation;
     e->payment_key = (char *)(e + 1);
@@ -554,21 +583,42 @@ static struct event *render_event(struct gateway *g, const struct inbound *in)
     memcpy(e->payment_key, p->payment_key, lk + 1);
     memcpy(e->order_id, p->order_id, lo + 1);
     const struct ledger *l = store_ledger(&in->tenant->store);
-    if (in->view_status == PAY_DONE && in->view_cancels == 0)
-        ledger_tx_key(l, p, -1, e->tx_key);
-    else if (in->view_cancels > 0)
-        ledger_tx_key(l, p, (int32_t)in->view_cancels - 1, e->tx_key);
+    render_last_tx(l, p, in->view_cancels, in->view_deposits, in->view_status, e->tx_key);
     char created[40];
     fmt_created_at(in->at_us, created);
     struct buf b;
     buf_init(&b);
-    buf_adds(&b, "{\"eventType\":\"");
-    buf_adds(&b, EVENT_TYPE_NAMES[e->type]);
-    buf_adds(&b, "\",\"createdAt\":\"");
-    buf_adds(&b, created);
-    buf_adds(&b, "\",\"data\":");
-    render_payment(&b, l, g->cfg->mid, p, in->view_cancels, in->view_status);
-    buf_addc(&b, '}');
+    if (e->type == EV_DEPOSIT_CALLBACK) {
+        /* Flat, no eventType and no paymentKey: the secret is how a receiver trusts it. */
+        char secret[28];
+        render_secret(l, p, secret);
+        buf_adds(&b, "{\"createdAt\":\"");
+        buf_adds(&b, created);
+        buf_adds(&b, "\",\"secret\":\"");
+        buf_adds(&b, secret);
+        buf_adds(&b, "\",\"status\":\"");
+        buf_adds(&b, pay_status_name(in->view_status));
+        buf_adds(&b, "\",\"transactionKey\":");
+        if (e->tx_key[0]) {
+            buf_addc(&b, '"');
+            buf_adds(&b, e->tx_key);
+            buf_addc(&b, '"');
+        } else {
+            buf_adds(&b, "null");
+        }
+        buf_adds(&b, ",\"orderId\":");
+        buf_add_json_strz(&b, p->order_id);
+        buf_addc(&b, '}');
+    } else {
+        buf_adds(&b, "{\"eventType\":\"");
+        buf_adds(&b, EVENT_TYPE_NAMES[e->type]);
+        buf_adds(&b, "\",\"createdAt\":\"");
+        buf_adds(&b, created);
+        buf_adds(&b, "\",\"data\":");
+        render_payment_at(&b, l, g->cfg->mid, p, in->view_cancels, in->view_deposits,
+                          in->view_status);
+        buf_addc(&b, '}');
+    }
     if (b.oom) {
         buf_fini(&b);
         free(e);

@@ -1,0 +1,512 @@
+/* check_virtual_accounts.c -- black-box tests of virtual accounts (SPEC §6.6, §6.3's
+ * DEPOSIT_CALLBACK): the issue and its errors, an idempotent replay, the simulated bank's
+ * deposit and deposit error through the admin API, due-date expiry on the gateway clock, and
+ * the cancel rules before and after the deposit. A scripted receiver (client-tests/receiver.h)
+ * on 127.0.0.1 port 0 records the webhooks; every wait is bounded. */
+#define _GNU_SOURCE
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check_main.h"
+#include "receiver.h"
+#include "testkit.h"
+
+#define WAIT_MS 10000
+#define VA_PATH "/v1/virtual-accounts"
+#define KST_RE "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\+09:00$"
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static struct receiver *rx_200(void)
+{
+    struct rx_answer a = {RX_STATUS, 200};
+    struct receiver *rx = receiver_start(&a, 1);
+    ck_assert_msg(rx != NULL, "the receiver did not start");
+    return rx;
+}
+
+static fg_server *start_rx(const struct receiver *rx)
+{
+    const char *args[] = {"--webhook-url", receiver_url(rx), NULL};
+    return start_args(NULL, rx ? args : NULL);
+}
+
+/* POST /v1/virtual-accounts for 10 000 won at bank 88 (신한) with `extra` members (",..." or
+ * "") and an optional Idempotency-Key. */
+static void issue(const fg_server *s, const char *oid, const char *extra, const char *idem,
+                  fg_response *r)
+{
+    char body[1024], idem_h[400];
+    snprintf(body, sizeof body,
+             "{\"amount\":10000,\"orderId\":\"%s\",\"orderName\":\"테스트 주문\","
+             "\"customerName\":\"홍길동\",\"bank\":\"88\"%s}", oid, extra);
+    const char *headers[] = {s->auth_header, NULL, NULL};
+    if (idem) {
+        snprintf(idem_h, sizeof idem_h, "Idempotency-Key: %s", idem);
+        headers[1] = idem_h;
+    }
+    fg_request req = {.method = "POST", .path = VA_PATH, .body = body, .headers = headers};
+    fg_http(s, NULL, &req, r);
+}
+
+/* An issue that must succeed; returns its paymentKey (caller frees). */
+static char *issue_ok(const fg_server *s, const char *oid, const char *extra)
+{
+    fg_response r;
+    issue(s, oid, extra, NULL, &r);
+    assert_status(&r, 200);
+    ck_assert_str_eq(json_str(r.json, "status"), "WAITING_FOR_DEPOSIT");
+    char *pk = strdup(json_str(r.json, "paymentKey"));
+    fg_response_fini(&r);
+    return pk;
+}
+
+/* POST /__admin/virtual-accounts/<what> with `body`. */
+static void bank(const fg_server *s, const char *what, const char *body, fg_response *r)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/__admin/virtual-accounts/%s", what);
+    admin_call(s, "POST", path, body, NULL, r);
+}
+
+static void deposit_ok(const fg_server *s, const char *oid, long long amount)
+{
+    char body[160];
+    snprintf(body, sizeof body, "{\"orderId\":\"%s\",\"amount\":%lld}", oid, amount);
+    fg_response r;
+    bank(s, "deposit", body, &r);
+    assert_status(&r, 200);
+    ck_assert_str_eq(json_str(r.json, "status"), "DONE");
+    fg_response_fini(&r);
+}
+
+/* POST /v1/payments/{pk}/cancel with `extra` members. */
+static void cancel(const fg_server *s, const char *pk, const char *extra, fg_response *r)
+{
+    char path[FG_PATH_LEN], body[512];
+    snprintf(path, sizeof path, "/v1/payments/%s/cancel", pk);
+    snprintf(body, sizeof body, "{\"cancelReason\":\"고객 변심\"%s}", extra);
+    const char *headers[] = {s->auth_header, NULL};
+    fg_request req = {.method = "POST", .path = path, .body = body, .headers = headers};
+    fg_http(s, NULL, &req, r);
+}
+
+/* GET /v1/payments/orders/{oid} (must be 200): a new reference to the Payment. */
+static json_t *payment(const fg_server *s, const char *oid)
+{
+    fg_response r;
+    get_order(s, oid, &r);
+    assert_status(&r, 200);
+    json_t *p = json_incref(r.json);
+    fg_response_fini(&r);
+    return p;
+}
+
+static const char *va_str(const json_t *p, const char *key)
+{
+    return json_str(json_object_get(p, "virtualAccount"), key);
+}
+
+static void advance(const fg_server *s, double sec)
+{
+    char body[64];
+    snprintf(body, sizeof body, "{\"advance_s\":%.3f}", sec);
+    fg_response r;
+    admin_call(s, "POST", "/__admin/clock", body, NULL, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+}
+
+/* Wait for `n` webhooks; each body parsed into out[i] (caller decrefs). */
+static void received(struct receiver *rx, size_t n, json_t **out)
+{
+    ck_assert_uint_ge(receiver_wait(rx, n, WAIT_MS), n);
+    for (size_t i = 0; i < n; i++) {
+        struct rx_request q;
+        ck_assert(receiver_get(rx, i, &q));
+        out[i] = json_loads(q.body, 0, NULL);
+        ck_assert_msg(out[i] != NULL, "webhook %zu is not JSON: %s", i, q.body);
+    }
+}
+
+/* The DEPOSIT_CALLBACK (no eventType) among bodies[0..n) with this status, or NULL. */
+static json_t *callback(json_t **bodies, size_t n, const char *status)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!json_object_get(bodies[i], "eventType") &&
+            strcmp(json_str(bodies[i], "status"), status) == 0)
+            return bodies[i];
+    return NULL;
+}
+
+/* The PAYMENT_STATUS_CHANGED among bodies[0..n) whose data has this status, or NULL. */
+static json_t *status_changed(json_t **bodies, size_t n, const char *status)
+{
+    for (size_t i = 0; i < n; i++)
+        if (json_is_str(bodies[i], "eventType", "PAYMENT_STATUS_CHANGED") &&
+            json_is_str(json_object_get(bodies[i], "data"), "status", status))
+            return bodies[i];
+    return NULL;
+}
+
+static void free_all(json_t **b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        json_decref(b[i]);
+}
+
+/* Korea time `days` from the wall clock, as Toss writes a dueDate. */
+static void kst_in_days(double days, char out[32])
+{
+    time_t t = time(NULL) + (time_t)(days * 86400) + 9 * 3600;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+}
+
+/* ---- issue -------------------------------------------------------------------------------- */
+
+START_TEST(test_issue_answers_waiting_for_deposit_with_its_virtual_account)
+{
+    fg_server *s = start_args(NULL, NULL);
+    fg_response r;
+    issue(s, "va-order-1", ",\"customerEmail\":\"a@example.com\"", NULL, &r);
+    assert_status(&r, 200);
+    json_t *p = r.json;
+    ck_assert_str_eq(json_str(p, "method"), "가상계좌");
+    ck_assert_str_eq(json_str(p, "status"), "WAITING_FOR_DEPOSIT");
+    ck_assert_str_eq(json_str(p, "orderName"), "테스트 주문");
+    ck_assert(matches("^ps_[A-Za-z0-9]{24}$", json_str(p, "secret")));
+    ck_assert(json_is_null(json_object_get(p, "approvedAt")));
+    ck_assert(json_is_null(json_object_get(p, "card")));
+    ck_assert_str_eq(va_str(p, "accountType"), "일반");
+    ck_assert(matches("^[0-9]{14}$", va_str(p, "accountNumber")));
+    ck_assert_str_eq(va_str(p, "bankCode"), "88");
+    ck_assert_str_eq(va_str(p, "customerName"), "홍길동");
+    ck_assert(matches(KST_RE, va_str(p, "dueDate")));
+    ck_assert_str_eq(va_str(p, "refundStatus"), "NONE");
+    ck_assert_str_eq(va_str(p, "settlementStatus"), "INCOMPLETED");
+    json_t *va = json_object_get(p, "virtualAccount");
+    ck_assert(json_is_false(json_object_get(va, "expired")));
+    ck_assert(json_is_null(json_object_get(va, "refundReceiveAccount")));
+    /* The default due date: 7 days on the gateway clock. */
+    char want[32];
+    kst_in_days(7, want);
+    ck_assert_msg(strncmp(va_str(p, "dueDate"), want, 13) == 0, "dueDate %s, want about %s",
+                  va_str(p, "dueDate"), want);
+    fg_response_fini(&r);
+    /* The bank by its Korean name, and a dueDate with an offset. */
+    char extra[128], due[32];
+    kst_in_days(3, due);
+    snprintf(extra, sizeof extra, ",\"dueDate\":\"%s+09:00\"", due);
+    char body[512];
+    snprintf(body, sizeof body,
+             "{\"amount\":5000,\"orderId\":\"va-order-2\",\"orderName\":\"x\","
+             "\"customerName\":\"김\",\"bank\":\"신한은행\"%s}", extra);
+    const char *headers[] = {s->auth_header, NULL};
+    fg_request req = {.method = "POST", .path = VA_PATH, .body = body, .headers = headers};
+    fg_http(s, NULL, &req, &r);
+    assert_status(&r, 200);
+    ck_assert_str_eq(va_str(r.json, "bankCode"), "88");
+    ck_assert_msg(strncmp(va_str(r.json, "dueDate"), due, 19) == 0, "dueDate %s, sent %s",
+                  va_str(r.json, "dueDate"), due);
+    fg_response_fini(&r);
+    stop_server(s);
+}
+END_TEST
+
+START_TEST(test_issue_errors_are_toss_codes_and_change_nothing)
+{
+    fg_server *s = start_args(NULL, NULL);
+    struct {
+        const char *extra;
+        const char *code;
+    } cases[] = {
+        {",\"bank\":\"99\"", "INVALID_BANK"},
+        {",\"validHours\":24,\"dueDate\":\"2099-01-01T00:00:00\"",
+         "INVALID_VALID_HOURS_WITH_DUE_DATE_AND_SINGLE"},
+        {",\"validHours\":721", "EXCEED_MAX_DUE_DATE"},
+        {",\"validHours\":0", "INVALID_REQUEST"},
+        {",\"dueDate\":\"2001-01-01T00:00:00\"", "INVALID_REQUEST"},
+        {",\"customerName\":\"\"", "INVALID_REQUEST"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        /* Duplicate keys are 400 too: each body is built whole. */
+        char body[512];
+        const char *bankv = strstr(cases[i].extra, "\"bank\"") ? "" : ",\"bank\":\"88\"";
+        const char *namev = strstr(cases[i].extra, "customerName") ? "" : ",\"customerName\":\"홍\"";
+        snprintf(body, sizeof body,
+                 "{\"amount\":10000,\"orderId\":\"va-bad-%zu\",\"orderName\":\"x\"%s%s%s}", i,
+                 bankv, namev, cases[i].extra);
+        const char *headers[] = {s->auth_header, "Idempotency-Key: bad-1", NULL};
+        fg_request req = {.method = "POST", .path = VA_PATH, .body = body, .headers = headers};
+        fg_response r;
+        fg_http(s, NULL, &req, &r);
+        assert_error(&r, 400, cases[i].code);
+        fg_response_fini(&r);
+    }
+    char due[32], extra[96];
+    kst_in_days(31, due);
+    snprintf(extra, sizeof extra, ",\"dueDate\":\"%s\"", due);
+    fg_response r;
+    issue(s, "va-bad-due", extra, NULL, &r);
+    assert_error(&r, 400, "EXCEED_MAX_DUE_DATE");
+    fg_response_fini(&r);
+    issue(s, "bad", "", NULL, &r); /* orderId shorter than 6 */
+    assert_error(&r, 400, "INVALID_ORDER_ID");
+    fg_response_fini(&r);
+    ck_assert_uint_eq(ledger_size(s), 0);
+    /* Not stored: the corrected request under the same key runs. */
+    issue(s, "va-good-1", "", "bad-1", &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    ck_assert_uint_eq(ledger_size(s), 1);
+    stop_server(s);
+}
+END_TEST
+
+START_TEST(test_issue_replays_under_its_idempotency_key_and_orders_are_unique)
+{
+    fg_server *s = start_args(NULL, NULL);
+    fg_response a, b, c;
+    issue(s, "va-idem-1", "", "idem-va-1", &a);
+    issue(s, "va-idem-1", "", "idem-va-1", &b);
+    assert_status(&a, 200);
+    ck_assert(same_bytes(&a, &b));
+    ck_assert_uint_eq(ledger_size(s), 1);
+    issue(s, "va-idem-1", "", "idem-va-2", &c);
+    assert_error(&c, 400, "DUPLICATED_ORDER_ID");
+    ck_assert_uint_eq(ledger_size(s), 1);
+    fg_response_fini(&a), fg_response_fini(&b), fg_response_fini(&c);
+    stop_server(s);
+}
+END_TEST
+
+/* ---- the bank ----------------------------------------------------------------------------- */
+
+START_TEST(test_deposit_sends_both_events_with_the_secret_and_a_new_transaction_key)
+{
+    struct receiver *rx = rx_200();
+    fg_server *s = start_rx(rx);
+    char *pk = issue_ok(s, "va-dep-1", "");
+    json_t *b[3];
+    received(rx, 1, b);
+    ck_assert_ptr_nonnull(status_changed(b, 1, "WAITING_FOR_DEPOSIT"));
+    free_all(b, 1);
+    /* A wrong amount changes nothing. */
+    fg_response r;
+    bank(s, "deposit", "{\"orderId\":\"va-dep-1\",\"amount\":9999}", &r);
+    assert_error(&r, 400, "INVALID_REQUEST");
+    fg_response_fini(&r);
+    json_t *p = payment(s, "va-dep-1");
+    ck_assert_str_eq(json_str(p, "status"), "WAITING_FOR_DEPOSIT");
+    ck_assert(json_is_null(json_object_get(p, "lastTransactionKey")));
+    /* The exact amount, by account number. */
+    char body[160];
+    snprintf(body, sizeof body, "{\"accountNumber\":\"%s\",\"amount\":10000}",
+             va_str(p, "accountNumber"));
+    const char *secret = json_str(p, "secret");
+    bank(s, "deposit", body, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    json_t *after = payment(s, "va-dep-1");
+    ck_assert_str_eq(json_str(after, "status"), "DONE");
+    ck_assert(matches(KST_RE, json_str(after, "approvedAt")));
+    const char *tx = json_str(after, "lastTransactionKey");
+    ck_assert_uint_eq(strlen(tx), 32);
+    received(rx, 3, b);
+    json_t *cb = callback(b, 3, "DONE");
+    ck_assert_msg(cb != NULL, "no DEPOSIT_CALLBACK DONE");
+    ck_assert_str_eq(json_str(cb, "secret"), secret);
+    ck_assert_str_eq(json_str(cb, "transactionKey"), tx);
+    ck_assert_str_eq(json_str(cb, "orderId"), "va-dep-1");
+    ck_assert_ptr_null(json_object_get(cb, "paymentKey"));
+    ck_assert(matches("^[0-9-]{10}T[0-9:]{8}(\\.[0-9]{1,6})?$", json_str(cb, "createdAt")));
+    json_t *ch = status_changed(b, 3, "DONE");
+    ck_assert_msg(ch != NULL, "no PAYMENT_STATUS_CHANGED DONE");
+    ck_assert_str_eq(json_str(json_object_get(ch, "data"), "lastTransactionKey"), tx);
+    free_all(b, 3);
+    /* One transaction row: the deposit. */
+    char path[256], from[32], to[32];
+    kst_in_days(-1, from);
+    kst_in_days(2, to);
+    snprintf(path, sizeof path, "/v1/transactions?startDate=%s&endDate=%s", from, to);
+    fg_get(s, path, &r);
+    assert_status(&r, 200);
+    ck_assert_uint_eq(json_array_size(r.json), 1);
+    ck_assert_str_eq(json_str(json_array_get(r.json, 0), "transactionKey"), tx);
+    ck_assert_str_eq(json_str(json_array_get(r.json, 0), "method"), "가상계좌");
+    fg_response_fini(&r);
+    /* A second deposit is refused. */
+    bank(s, "deposit", "{\"orderId\":\"va-dep-1\",\"amount\":10000}", &r);
+    assert_error(&r, 400, "INVALID_REQUEST");
+    fg_response_fini(&r);
+    json_decref(p), json_decref(after);
+    free(pk);
+    stop_server(s);
+    receiver_stop(rx);
+}
+END_TEST
+
+START_TEST(test_deposit_error_returns_to_waiting_with_both_events)
+{
+    struct receiver *rx = rx_200();
+    fg_server *s = start_rx(rx);
+    char *pk = issue_ok(s, "va-err-1", "");
+    fg_response r;
+    bank(s, "deposit-error", "{\"orderId\":\"va-err-1\"}", &r); /* nothing to undo yet */
+    assert_error(&r, 400, "INVALID_REQUEST");
+    fg_response_fini(&r);
+    deposit_ok(s, "va-err-1", 10000);
+    json_t *done = payment(s, "va-err-1");
+    bank(s, "deposit-error", "{\"orderId\":\"va-err-1\"}", &r);
+    assert_status(&r, 200);
+    ck_assert_str_eq(json_str(r.json, "status"), "WAITING_FOR_DEPOSIT");
+    fg_response_fini(&r);
+    json_t *b[5];
+    received(rx, 5, b);
+    json_t *cb = callback(b, 5, "WAITING_FOR_DEPOSIT");
+    ck_assert_msg(cb != NULL, "no DEPOSIT_CALLBACK WAITING_FOR_DEPOSIT");
+    ck_assert_str_eq(json_str(cb, "secret"), json_str(done, "secret"));
+    ck_assert_uint_eq(strlen(json_str(cb, "transactionKey")), 32);
+    ck_assert_str_ne(json_str(cb, "transactionKey"), json_str(done, "lastTransactionKey"));
+    ck_assert_ptr_nonnull(callback(b, 5, "DONE"));
+    /* Two PAYMENT_STATUS_CHANGED WAITING_FOR_DEPOSIT: the issue and the deposit error. */
+    size_t waiting = 0;
+    for (size_t i = 0; i < 5; i++)
+        waiting += json_is_str(json_object_get(b[i], "data"), "status", "WAITING_FOR_DEPOSIT");
+    ck_assert_uint_eq(waiting, 2);
+    free_all(b, 5);
+    /* It can be deposited again. */
+    deposit_ok(s, "va-err-1", 10000);
+    json_decref(done);
+    free(pk);
+    stop_server(s);
+    receiver_stop(rx);
+}
+END_TEST
+
+START_TEST(test_due_date_passing_expires_with_only_payment_status_changed)
+{
+    struct receiver *rx = rx_200();
+    fg_server *s = start_rx(rx);
+    char *pk = issue_ok(s, "va-exp-1", ",\"validHours\":1");
+    json_t *b[2];
+    received(rx, 1, b);
+    free_all(b, 1);
+    advance(s, 3601);
+    json_t *p = payment(s, "va-exp-1");
+    ck_assert_str_eq(json_str(p, "status"), "EXPIRED");
+    ck_assert(json_is_true(json_object_get(json_object_get(p, "virtualAccount"), "expired")));
+    received(rx, 2, b);
+    ck_assert_ptr_nonnull(status_changed(b, 2, "EXPIRED"));
+    free_all(b, 2);
+    fg_response r;
+    bank(s, "deposit", "{\"orderId\":\"va-exp-1\",\"amount\":10000}", &r);
+    assert_error(&r, 400, "INVALID_REQUEST");
+    fg_response_fini(&r);
+    /* Nothing more than the two PAYMENT_STATUS_CHANGED: no DEPOSIT_CALLBACK for an expiry. */
+    ck_assert_uint_eq(receiver_wait(rx, 3, 1500), 2);
+    json_decref(p);
+    free(pk);
+    stop_server(s);
+    receiver_stop(rx);
+}
+END_TEST
+
+/* ---- cancel ------------------------------------------------------------------------------- */
+
+START_TEST(test_cancel_before_the_deposit_is_whole_only)
+{
+    struct receiver *rx = rx_200();
+    fg_server *s = start_rx(rx);
+    char *pk = issue_ok(s, "va-can-1", "");
+    fg_response r;
+    cancel(s, pk, ",\"cancelAmount\":5000", &r);
+    assert_error(&r, 403, "NOT_ALLOWED_PARTIAL_REFUND_WAITING_DEPOSIT");
+    fg_response_fini(&r);
+    json_t *p = payment(s, "va-can-1");
+    ck_assert_str_eq(json_str(p, "status"), "WAITING_FOR_DEPOSIT");
+    json_decref(p);
+    cancel(s, pk, "", &r);
+    assert_status(&r, 200);
+    ck_assert_str_eq(json_str(r.json, "status"), "CANCELED");
+    fg_response_fini(&r);
+    json_t *b[3];
+    received(rx, 3, b);
+    ck_assert_ptr_nonnull(callback(b, 3, "CANCELED"));
+    ck_assert_ptr_nonnull(status_changed(b, 3, "CANCELED"));
+    free_all(b, 3);
+    bank(s, "deposit", "{\"orderId\":\"va-can-1\",\"amount\":10000}", &r);
+    assert_error(&r, 400, "INVALID_REQUEST");
+    fg_response_fini(&r);
+    free(pk);
+    stop_server(s);
+    receiver_stop(rx);
+}
+END_TEST
+
+START_TEST(test_cancel_after_the_deposit_needs_a_refund_account)
+{
+    fg_server *s = start_args(NULL, NULL);
+    char *pk = issue_ok(s, "va-ref-1", "");
+    deposit_ok(s, "va-ref-1", 10000);
+    fg_response r;
+    cancel(s, pk, "", &r);
+    assert_error(&r, 400, "INVALID_REFUND_ACCOUNT_INFO");
+    fg_response_fini(&r);
+    cancel(s, pk, ",\"refundReceiveAccount\":{\"bank\":\"88\",\"accountNumber\":\"12\"}", &r);
+    assert_error(&r, 400, "INVALID_REFUND_ACCOUNT_INFO");
+    fg_response_fini(&r);
+    json_t *p = payment(s, "va-ref-1");
+    ck_assert_str_eq(json_str(p, "status"), "DONE");
+    ck_assert_int_eq(json_int(p, "balanceAmount"), 10000);
+    json_decref(p);
+    cancel(s, pk,
+           ",\"cancelAmount\":4000,\"refundReceiveAccount\":{\"bank\":\"20\","
+           "\"accountNumber\":\"1002123456789\",\"holderName\":\"홍길동\"}",
+           &r);
+    assert_status(&r, 200);
+    ck_assert_str_eq(json_str(r.json, "status"), "PARTIAL_CANCELED");
+    ck_assert_int_eq(json_int(r.json, "balanceAmount"), 6000);
+    json_t *acct = json_object_get(json_object_get(r.json, "virtualAccount"),
+                                   "refundReceiveAccount");
+    ck_assert_str_eq(json_str(acct, "bankCode"), "20");
+    ck_assert_str_eq(json_str(acct, "holderName"), "홍길동");
+    fg_response_fini(&r);
+    /* Transactions: the deposit and the refund. */
+    char path[256], from[32], to[32];
+    kst_in_days(-1, from);
+    kst_in_days(2, to);
+    snprintf(path, sizeof path, "/v1/transactions?startDate=%s&endDate=%s", from, to);
+    fg_get(s, path, &r);
+    assert_status(&r, 200);
+    ck_assert_uint_eq(json_array_size(r.json), 2);
+    ck_assert_str_eq(json_str(json_array_get(r.json, 0), "status"), "DONE");
+    ck_assert_str_eq(json_str(json_array_get(r.json, 1), "status"), "PARTIAL_CANCELED");
+    fg_response_fini(&r);
+    free(pk);
+    stop_server(s);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+    Suite *su = suite_create("virtual_accounts");
+    TCase *tc = add_tcase(su, "issue", 30);
+    tcase_add_test(tc, test_issue_answers_waiting_for_deposit_with_its_virtual_account);
+    tcase_add_test(tc, test_issue_errors_are_toss_codes_and_change_nothing);
+    tcase_add_test(tc, test_issue_replays_under_its_idempotency_key_and_orders_are_unique);
+    tc = add_tcase(su, "bank", 30);
+    tcase_add_test(tc, test_deposit_sends_both_events_with_the_secret_and_a_new_transaction_key);
+    tcase_add_test(tc, test_deposit_error_returns_to_waiting_with_both_events);
+    tcase_add_test(tc, test_due_date_passing_expires_with_only_payment_status_changed);
+    tc = add_tcase(su, "cancel", 30);
+    tcase_add_test(tc, test_cancel_before_the_deposit_is_whole_only);
+    tcase_add_test(tc, test_cancel_after_the_deposit_needs_a_refund_account);
+    return su;
+}
