@@ -1601,10 +1601,12 @@ START_TEST(test_no_event_without_a_transition)
     cancel(s, "pk_nt_1", 20000, &r);
     assert_error(&r, 403, "NOT_CANCELABLE_AMOUNT");
     fg_response_fini(&r);
-    /* A barrier: events are filed in the order of their transitions. */
+    /* A barrier: events are filed in the order of their transitions, so once pk_nt_2's is filed
+     * every event of pk_nt_1 is too; their attempts run side by side, so wait for both. */
     confirm_ok(s, "pk_nt_2", "order_nt_2", &r);
     fg_response_fini(&r);
     json_decref(wait_status(s, "pk_nt_2", "delivered"));
+    json_decref(wait_status(s, "pk_nt_1", "delivered"));
     json_t *ds = deliveries(s, "paymentKey=pk_nt_1");
     ck_assert_uint_eq(json_array_size(ds), 1);
     json_decref(ds);
