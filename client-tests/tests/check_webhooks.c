@@ -1,4 +1,4 @@
-/* check_webhooks.c -- black-box tests of webhooks and the gateway clock (SPEC §6.1-§6.5, §6.7,
+/* check_webhooks.c -- black-box tests of webhooks and the gateway clock (docs/webhooks.md §6.1-§6.5, §6.7,
  * §7 "Webhooks"): retries on the gateway clock (1 and 4 minutes, at most 8 attempts), headers and
  * bodies, one event per transition with the Payment as it was, the profile's delay, duplicate
  * and drop faults and their determinism, resend, reset, the admin API's bad inputs, hostile
@@ -1334,7 +1334,7 @@ START_TEST(test_hanging_receiver_blocks_neither_answers_nor_shutdown)
 }
 END_TEST
 
-/* A receiver that never answers fails the attempt after 10 s (SPEC §6.4 [ours]). */
+/* A receiver that never answers fails the attempt after 10 s (docs/webhooks.md §6.4 [ours]). */
 START_TEST(test_no_answer_within_10s_fails_the_attempt)
 {
     struct receiver *rx = rx_always(RX_DO(RX_HANG));
@@ -1398,7 +1398,7 @@ START_TEST(test_refused_connection_is_a_failed_attempt)
 }
 END_TEST
 
-/* Without --quiet, SIGTERM says how many deliveries it abandons (SPEC §6.2). */
+/* Without --quiet, SIGTERM says how many deliveries it abandons (docs/webhooks.md §6.2). */
 START_TEST(test_sigterm_names_the_abandoned_deliveries)
 {
     struct receiver *rx = rx_always(RX(500));
