@@ -1,5 +1,5 @@
-/* check_webhooks.c -- black-box tests of webhooks and the gateway clock (docs/webhooks.md §6.1-§6.5, §6.7,
- * §7 "Webhooks"): retries on the gateway clock (1 and 4 minutes, at most 8 attempts), headers and
+/* check_webhooks.c -- black-box tests of webhooks and the gateway clock (docs/webhooks.md
+ * §6.1-§6.5, §6.7; docs/edge-rules.md §7 "Webhooks"): retries on the gateway clock (1 and 4 minutes, at most 8 attempts), headers and
  * bodies, one event per transition with the Payment as it was, the profile's delay, duplicate
  * and drop faults and their determinism, resend, reset, the admin API's bad inputs, hostile
  * receivers, and the business timers the clock drives (session expiry, idempotency TTL). A
