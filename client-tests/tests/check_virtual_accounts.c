@@ -1,9 +1,9 @@
 /* check_virtual_accounts.c -- black-box tests of virtual accounts (docs/virtual-accounts.md
  * §6.6, docs/webhooks.md §6.3's DEPOSIT_CALLBACK): the issue and its errors, an idempotent
  * replay, the simulated bank's deposit and deposit error through the admin API, due-date
- * expiry on the gateway clock, and
- * the cancel rules before and after the deposit. A scripted receiver (client-tests/receiver.h)
- * on 127.0.0.1 port 0 records the webhooks; every wait is bounded. */
+ * expiry on the gateway clock, and the cancel rules before and after the deposit. A scripted
+ * receiver (client-tests/receiver.h) on 127.0.0.1 port 0 records the webhooks; every wait is
+ * bounded. */
 #define _GNU_SOURCE
 
 #include <check.h>
