@@ -12,8 +12,9 @@
  * worker. */
 bool admin_tenant(struct gateway *g, struct request *r, bool create, struct tenant **t);
 
-/* Answer r with `status` and b's bytes as the body (b is consumed); out of memory while b was
- * built (b->oom) → 500 FAILED_INTERNAL_SYSTEM_PROCESSING instead. Always H_RESPOND. */
+/* Answer r with `status` and b's bytes as the body (b is consumed: its buffer passes to the
+ * response); out of memory while b was built (b->oom) → 500 FAILED_INTERNAL_SYSTEM_PROCESSING
+ * instead. Always H_RESPOND. Thread: worker. */
 enum handler_result admin_respond(struct request *r, int status, struct buf *b);
 
 /* GET /healthz, GET /__admin/health: {"status":"ok","pid":N,"instance":"<16 hex>",

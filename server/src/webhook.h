@@ -1,6 +1,7 @@
 /* webhook.h -- webhook receivers and deliveries (docs/webhooks.md §6.2-§6.5): every status change
- * of a payment (DONE, CANCELED, PARTIAL_CANCELED, ABORTED, EXPIRED, later WAITING_FOR_DEPOSIT)
- * becomes a PAYMENT_STATUS_CHANGED event, rendered as the Payment was at the event, and one
+ * of a payment after its creation (DONE, CANCELED, PARTIAL_CANCELED, EXPIRED,
+ * WAITING_FOR_DEPOSIT; a virtual account's bank events also as DEPOSIT_CALLBACK) becomes a
+ * PAYMENT_STATUS_CHANGED event, rendered as the Payment was at the event, and one
  * delivery per receiver; deliveries are sent by a thread of their own over libcurl's multi
  * interface and retried 1, 4, 16, 64, 256, 1024 and 4096 minutes apart on the gateway clock, at
  * most 8 attempts. The profile's "webhooks" section delays, duplicates or drops them.
