@@ -1,9 +1,11 @@
 /* webhook.c -- receivers, deliveries and the dispatcher thread (see webhook.h).
  *
- * A payment event goes: store (under the store lock) → inbox (leaf lock) → the dispatcher
- * renders its body under the store lock, checking the event's ledger generation → one delivery
- * per receiver under the webhooks lock, its fault drawn from (seed, paymentKey, event sequence
- * number, receiver) → attempts on libcurl's multi handle, each due on a timer: the real clock
+ * A payment event goes: store (under the store lock, where its identifiers and view are
+ * copied) → inbox (leaf lock) → the dispatcher, which checks the event's ledger generation →
+ * one delivery per receiver under the webhooks lock, its fault drawn from (seed, paymentKey,
+ * event sequence number, receiver) → its body rendered, under the store lock, when its first
+ * attempt is due (or the journal shows it) → attempts on libcurl's multi handle, each due on
+ * a timer: the real clock
  * for the first attempt (the profile's `delay` is a latency), the gateway clock for retries (so
  * a test moves them forward). Timers are two binary heaps of (due, id, version) entries; an
  * entry whose delivery has moved on (another version) or left the journal is skipped when it
@@ -51,30 +53,33 @@ static const char *const EVENT_TYPE_NAMES[EV_TYPES] = {"PAYMENT_STATUS_CHANGED",
                                                        "DEPOSIT_CALLBACK"};
 static const char *const STATUS_NAMES[] = {"pending", "delivered", "failed", "dropped"};
 
-/* An event as the store announced it, waiting in the inbox to be rendered. */
+/* An event as the store announced it, waiting in the inbox to be filed. */
 struct inbound {
-    enum event_type type;
-    struct tenant *tenant;         /* whose payment (tenants live until exit) */
-    const struct payment *payment; /* valid while `generation` is its tenant's */
-    uint64_t generation;
-    uint32_t view_cancels;
-    uint32_t view_deposits;        /* a virtual account's deposit events at the event */
-    enum pay_status view_status;
-    int64_t at_us;
+    struct event *ev;              /* the inbox's reference (refs 1) */
     uint32_t seq;
     const struct webhook_faults *faults; /* the profile's, alive until exit */
     uint64_t seed;
 };
 
-/* One event, shared by its deliveries (refcounted under the webhooks lock). */
+/* One event, shared by its deliveries (refcounted under the webhooks lock). Its body is
+ * rendered when an attempt or the journal first needs it (under the store lock, from the
+ * payment and the view below), so an event that waits -- behind a receiver that never answers,
+ * say -- holds ~150 bytes, not a 1.3 KB Payment: memory a run keeps is paid for in page faults,
+ * and on a virtual machine one costs ~13 µs (a third of a confirm's CPU) to first touch. */
 struct event {
     unsigned refs;
+    bool unrenderable;          /* its ledger is gone or rendering ran out of memory */
+    bool wanted;                /* on w->need */
     enum event_type type;
     struct tenant *tenant;
     uint64_t generation;
-    char *body;                 /* the JSON sent */
-    size_t body_len;
+    const struct payment *payment; /* valid while `generation` is its tenant's */
+    uint32_t view_cancels, view_deposits;
+    enum pay_status view_status;
+    int64_t at_us;
     char *payment_key, *order_id; /* in one allocation with the event */
+    char *body;                 /* the JSON sent, malloc'd; NULL until rendered */
+    size_t body_len;
     char tx_key[33];            /* the transaction the event is about, or "" */
 };
 
@@ -84,6 +89,16 @@ struct attempt {
     int http_status;            /* 0: none received */
     double duration_ms;
     char *error;                /* owned, or NULL */
+};
+
+/* An attempt on the wire: kept apart from its delivery, which lives in the journal far longer
+ * (at most MAX_IN_FLIGHT transfers exist at once; thousands of deliveries may wait). */
+struct transfer {
+    CURL *easy;
+    struct curl_slist *headers;
+    size_t answer_bytes;
+    int64_t started_ns;
+    char errbuf[CURL_ERROR_SIZE];
 };
 
 struct delivery {
@@ -110,12 +125,7 @@ struct delivery {
     uint32_t n_attempts;
     size_t cap_attempts;
     struct delivery *pend_prev, *pend_next;
-    /* the attempt in flight */
-    CURL *easy;
-    struct curl_slist *headers;
-    size_t answer_bytes;
-    int64_t started_ns;
-    char errbuf[CURL_ERROR_SIZE];
+    struct transfer *xfer;      /* the attempt in flight (owned), or NULL */
 };
 
 struct timer {
@@ -152,7 +162,12 @@ struct webhooks {
     pthread_mutex_t inbox_lock;  /* leaf: taken under the store lock */
     struct inbound *inbox;
     size_t n_inbox, cap_inbox;
+    struct inbound *spare;       /* the dispatcher's: the last batch's array, kept for reuse */
+    size_t cap_spare;
     int64_t inbox_since_ns;      /* when the oldest event waiting arrived */
+    struct buf scratch;          /* the dispatcher's: one body at a time, rendered */
+    struct event **need_spare;   /* the dispatcher's: the last render_needed's array */
+    size_t cap_need_spare;
     atomic_size_t n_receivers;   /* receivers anywhere (the server's, and tenants' own): read
                                     without a lock by the store's subscriber */
 
@@ -167,6 +182,8 @@ struct webhooks {
     struct heap real, biz;       /* first attempts (mono ns), retries (business µs) */
     uint64_t *resends;           /* ids asked for by POST .../resend */
     size_t n_resends, cap_resends;
+    struct event **need;         /* events whose bodies start_due wants (a reference each) */
+    size_t n_need, cap_need;
     struct delivery **orphans;   /* dropped by a reset while in flight */
     size_t n_orphans, cap_orphans;
     size_t n_in_flight;
@@ -276,7 +293,7 @@ static void event_unref(struct event *e)
 {
     if (e && --e->refs == 0) {
         free(e->body);
-        free(e);
+        free(e); /* its strings are in the same allocation */
     }
 }
 
@@ -381,8 +398,7 @@ static struct delivery *file_one(struct webhooks *w, struct event *e,
     if (!d || !(d->url = strdup(url)) ||
         !grow((void **)&w->all, &w->cap_all, w->n_all + 1, sizeof *w->all)) {
         if (d)
-            free(d->url);
-        free(d);
+            delivery_free(d);
         return NULL;
     }
     d->id = ++w->next_id;
@@ -508,13 +524,16 @@ static void inbox_add(struct webhooks *w, const struct inbound *in)
 {
     pthread_mutex_lock(&w->inbox_lock);
     bool first = w->n_inbox == 0, full = false;
-    if (grow((void **)&w->inbox, &w->cap_inbox, w->n_inbox + 1, sizeof *w->inbox)) {
+    bool queued = grow((void **)&w->inbox, &w->cap_inbox, w->n_inbox + 1, sizeof *w->inbox);
+    if (queued) {
         w->inbox[w->n_inbox++] = *in;
         full = w->n_inbox == INBOX_BATCH;
     }
     if (first)
         w->inbox_since_ns = now_mono_ns();
     pthread_mutex_unlock(&w->inbox_lock);
+    if (!queued)
+        event_unref(in->ev); /* out of memory: the event is lost, as any allocation's */
     if (first || full) /* the dispatcher wakes once per batch, not once per event */
         wake(w);
 }
@@ -532,7 +551,38 @@ static bool has_deposit_callback(const struct payment_event *ev)
     return ev->status == PAY_DONE || ev->status == PAY_CANCELED;
 }
 
-/* Under the store lock, on the thread that changed the payment: note the event, nothing more. */
+/* A new event (refs 1) for the payment change `ev` (store lock held): its identifiers and
+ * transactionKey copied now, its body left for later; NULL when out of memory. */
+static struct event *event_new(const struct payment_event *ev, enum event_type type)
+{
+    const struct payment *p = ev->payment;
+    size_t lk = strlen(p->payment_key) + 1, lo = strlen(p->order_id) + 1;
+    struct event *e = malloc(sizeof *e + lk + lo);
+    if (!e)
+        return NULL;
+    struct tenant *t = ev->store->owner;
+    *e = (struct event){
+        .refs = 1,
+        .type = type,
+        .tenant = t,
+        .generation = t->generation,
+        .payment = p,
+        .view_cancels = p->n_cancels,
+        .view_deposits = p->va ? p->va->n_deposits : 0,
+        .view_status = ev->status,
+        .at_us = ev->at_us,
+    };
+    e->payment_key = (char *)(e + 1);
+    e->order_id = e->payment_key + lk;
+    memcpy(e->payment_key, p->payment_key, lk);
+    memcpy(e->order_id, p->order_id, lo);
+    render_last_tx(store_ledger(ev->store), p, e->view_cancels, e->view_deposits,
+                   e->view_status, e->tx_key);
+    return e;
+}
+
+/* Under the store lock, on the thread that changed the payment: note the event, nothing more
+ * (a small copy; the body is rendered when a delivery first needs it). */
 static void on_payment_event(void *ctx, const struct payment_event *ev)
 {
     struct webhooks *w = ctx;
@@ -542,104 +592,120 @@ static void on_payment_event(void *ctx, const struct payment_event *ev)
     struct live *l = ev->cause && ev->cause->adm.live ? ev->cause->adm.live : gateway_live(g);
     int64_t since;
     const struct profile *p = live_current(l, now_mono_ns(), &since)->profile;
-    struct tenant *t = ev->store->owner;
     struct inbound in = {
-        .tenant = t,
-        .payment = ev->payment,
-        .generation = t->generation, /* the store lock is held */
-        .view_cancels = ev->payment->n_cancels,
-        .view_deposits = ev->payment->va ? ev->payment->va->n_deposits : 0,
-        .view_status = ev->status,
-        .at_us = ev->at_us,
         .seq = ev->seq,
         .faults = &p->webhooks,
         .seed = ev->cause ? ev->cause->adm.seed : gateway_seed(g, p),
     };
-    inbox_add(w, &in);
-    if (has_deposit_callback(ev)) {
-        in.type = EV_DEPOSIT_CALLBACK;
+    if ((in.ev = event_new(ev, EV_PAYMENT_STATUS_CHANGED)))
         inbox_add(w, &in);
-    }
+    if (has_deposit_callback(ev) && (in.ev = event_new(ev, EV_DEPOSIT_CALLBACK)))
+        inbox_add(w, &in);
 }
 
-struct render_batch {
-    const struct inbound *in;
-    size_t n;
-    struct event **out;         /* NULL where the event's ledger is gone or memory ran out */
-};
-
-static struct event *render_event(struct gateway *g, const struct inbound *in)
+/* The body of event `e` (store lock held, its generation current) into `b`. */
+static void render_body(struct gateway *g, const struct event *e, struct buf *b)
 {
-    const struct payment *p = in->payment;
-    size_t lk = strlen(p->payment_key), lo = strlen(p->order_id);
-    struct event *e = calloc(1, sizeof *e + lk + lo + 2);
-    if (!e)
-        return NULL;
-    e->type = in->type;
-    e->tenant = in->tenant;
-    e->generation = in->generation;
-    e->payment_key = (char *)(e + 1);
-    e->order_id = e->payment_key + lk + 1;
-    memcpy(e->payment_key, p->payment_key, lk + 1);
-    memcpy(e->order_id, p->order_id, lo + 1);
-    const struct ledger *l = store_ledger(&in->tenant->store);
-    render_last_tx(l, p, in->view_cancels, in->view_deposits, in->view_status, e->tx_key);
+    const struct payment *p = e->payment;
+    const struct ledger *l = store_ledger(&e->tenant->store);
     char created[40];
-    fmt_created_at(in->at_us, created);
-    struct buf b;
-    buf_init(&b);
+    fmt_created_at(e->at_us, created);
     if (e->type == EV_DEPOSIT_CALLBACK) {
         /* Flat, no eventType and no paymentKey: the secret is how a receiver trusts it. */
         char secret[28];
         render_secret(l, p, secret);
-        buf_adds(&b, "{\"createdAt\":\"");
-        buf_adds(&b, created);
-        buf_adds(&b, "\",\"secret\":\"");
-        buf_adds(&b, secret);
-        buf_adds(&b, "\",\"status\":\"");
-        buf_adds(&b, pay_status_name(in->view_status));
-        buf_adds(&b, "\",\"transactionKey\":");
+        buf_adds(b, "{\"createdAt\":\"");
+        buf_adds(b, created);
+        buf_adds(b, "\",\"secret\":\"");
+        buf_adds(b, secret);
+        buf_adds(b, "\",\"status\":\"");
+        buf_adds(b, pay_status_name(e->view_status));
+        buf_adds(b, "\",\"transactionKey\":");
         if (e->tx_key[0]) {
-            buf_addc(&b, '"');
-            buf_adds(&b, e->tx_key);
-            buf_addc(&b, '"');
+            buf_addc(b, '"');
+            buf_adds(b, e->tx_key);
+            buf_addc(b, '"');
         } else {
-            buf_adds(&b, "null");
+            buf_adds(b, "null");
         }
-        buf_adds(&b, ",\"orderId\":");
-        buf_add_json_strz(&b, p->order_id);
-        buf_addc(&b, '}');
+        buf_adds(b, ",\"orderId\":");
+        buf_add_json_strz(b, p->order_id);
+        buf_addc(b, '}');
     } else {
-        buf_adds(&b, "{\"eventType\":\"");
-        buf_adds(&b, EVENT_TYPE_NAMES[e->type]);
-        buf_adds(&b, "\",\"createdAt\":\"");
-        buf_adds(&b, created);
-        buf_adds(&b, "\",\"data\":");
-        render_payment_at(&b, l, g->cfg->mid, p, in->view_cancels, in->view_deposits,
-                          in->view_status);
-        buf_addc(&b, '}');
+        buf_adds(b, "{\"eventType\":\"");
+        buf_adds(b, EVENT_TYPE_NAMES[e->type]);
+        buf_adds(b, "\",\"createdAt\":\"");
+        buf_adds(b, created);
+        buf_adds(b, "\",\"data\":");
+        render_payment_at(b, l, g->cfg->mid, p, e->view_cancels, e->view_deposits,
+                          e->view_status);
+        buf_addc(b, '}');
     }
-    if (b.oom) {
-        buf_fini(&b);
-        free(e);
-        return NULL;
-    }
-    e->body = buf_steal(&b, &e->body_len);
-    return e;
 }
 
-/* Under the store lock (one lock guards every tenant's store, so any tenant's section will
- * do): render each event whose tenant has not been reset since. */
-static int render_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
+/* Events rendered per store-lock section: a burst of confirms waits for at most this many
+ * renders at a time. */
+#define LOCK_CHUNK 32
+
+struct body_batch {
+    struct event **ev;
+    size_t n;
+    char **body;                /* out: malloc'd, or NULL (ledger gone, out of memory) */
+    size_t *len;
+    struct buf *scratch;
+};
+
+static int bodies_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
 {
     (void)s;
     (void)r;
-    struct render_batch *rb = arg;
-    for (size_t i = 0; i < rb->n; i++)
-        rb->out[i] = rb->in[i].generation == rb->in[i].tenant->generation
-                         ? render_event(g, &rb->in[i])
-                         : NULL;
+    struct body_batch *bb = arg;
+    for (size_t i = 0; i < bb->n; i++) {
+        const struct event *e = bb->ev[i];
+        bb->body[i] = NULL;
+        if (e->generation != e->tenant->generation)
+            continue;
+        bb->scratch->len = 0;
+        render_body(g, e, bb->scratch);
+        if (bb->scratch->oom) {
+            bb->scratch->oom = false;
+            continue;
+        }
+        /* The copy is made here, under the lock: a malloc of reused memory is cheap, and the
+         * scratch buffer is the caller's for the next event. */
+        if ((bb->body[i] = malloc(bb->scratch->len)) != NULL) {
+            memcpy(bb->body[i], bb->scratch->data, bb->scratch->len);
+            bb->len[i] = bb->scratch->len;
+        }
+    }
     return 0;
+}
+
+/* Give each of ev[0..n) that has none its body, LOCK_CHUNK a store-lock section; an event
+ * whose ledger is gone (or out of memory) is marked unrenderable. The caller holds a
+ * reference on each, and neither the webhooks lock nor the store lock. `scratch` is the
+ * calling thread's. */
+static void ensure_bodies(struct webhooks *w, struct event **ev, size_t n, struct buf *scratch)
+{
+    for (size_t at = 0; at < n; at += LOCK_CHUNK) {
+        size_t k = n - at < LOCK_CHUNK ? n - at : LOCK_CHUNK;
+        char *body[LOCK_CHUNK];
+        size_t len[LOCK_CHUNK];
+        struct body_batch bb = {ev + at, k, body, len, scratch};
+        gateway_tenant_txn(w->g, gateway_tenant_next(w->g, NULL), bodies_locked, &bb);
+        pthread_mutex_lock(&w->lock);
+        for (size_t i = 0; i < k; i++) {
+            struct event *e = ev[at + i];
+            if (e->body || !body[i]) {
+                free(body[i]);
+                e->unrenderable = !e->body;
+                continue;
+            }
+            e->body = body[i];
+            e->body_len = len[i];
+        }
+        pthread_mutex_unlock(&w->lock);
+    }
 }
 
 /* Take the inbox's events once the batch is due; else *wait_ms (if smaller) is set to when it
@@ -654,32 +720,23 @@ static void drain_inbox(struct webhooks *w, int64_t *wait_ms)
         *wait_ms = ms < *wait_ms ? ms : *wait_ms;
         return;
     }
+    /* Swap in the spare array, so the confirms' appends reuse its capacity. */
     struct inbound *in = w->inbox;
-    size_t n = w->n_inbox;
-    w->inbox = NULL;
-    w->n_inbox = w->cap_inbox = 0;
+    size_t n = w->n_inbox, cap = w->cap_inbox;
+    w->inbox = w->spare;
+    w->cap_inbox = w->cap_spare;
+    w->n_inbox = 0;
     pthread_mutex_unlock(&w->inbox_lock);
-    if (n == 0) {
-        free(in);
-        return;
+    pthread_mutex_lock(&w->lock);
+    for (size_t i = 0; i < n; i++) {
+        struct event *e = in[i].ev;
+        if (e->generation == tenant_generation(e->tenant))
+            file_event(w, e, &in[i]);
+        event_unref(e); /* the inbox's reference */
     }
-    struct event **out = calloc(n, sizeof *out);
-    if (out) {
-        struct render_batch rb = {in, n, out};
-        gateway_tenant_txn(w->g, gateway_tenant_next(w->g, NULL), render_locked, &rb);
-        pthread_mutex_lock(&w->lock);
-        for (size_t i = 0; i < n; i++) {
-            if (!out[i])
-                continue;
-            out[i]->refs = 1; /* the batch's, dropped below */
-            if (out[i]->generation == tenant_generation(out[i]->tenant))
-                file_event(w, out[i], &in[i]);
-            event_unref(out[i]);
-        }
-        pthread_mutex_unlock(&w->lock);
-    }
-    free(out);
-    free(in);
+    pthread_mutex_unlock(&w->lock);
+    w->spare = in;
+    w->cap_spare = cap;
 }
 
 /* ---- attempts -------------------------------------------------------------------------------- */
@@ -687,14 +744,22 @@ static void drain_inbox(struct webhooks *w, int64_t *wait_ms)
 static size_t on_answer_body(char *data, size_t size, size_t n, void *ctx)
 {
     (void)data;
-    struct delivery *d = ctx;
-    d->answer_bytes += size * n;
-    return d->answer_bytes > ANSWER_BODY_MAX ? 0 : size * n; /* 0 ends the transfer */
+    struct transfer *x = ctx;
+    x->answer_bytes += size * n;
+    return x->answer_bytes > ANSWER_BODY_MAX ? 0 : size * n; /* 0 ends the transfer */
 }
 
 /* Put d's next attempt on the wire (webhooks lock held). */
 static void start_attempt(struct webhooks *w, struct delivery *d, bool resend)
 {
+    if (!d->ev->body) { /* unrenderable: its ledger went in a reset, or memory ran out */
+        if (d->status == DELIVERY_PENDING) {
+            free(d->note);
+            d->note = strdup("its payment could not be rendered (reset, or out of memory)");
+            settle(w, d, DELIVERY_FAILED);
+        }
+        return;
+    }
     if (!grow((void **)&d->attempts, &d->cap_attempts, d->n_attempts + 1, sizeof *d->attempts))
         return;
     int64_t now_us = gateway_now_us(w->g);
@@ -717,13 +782,15 @@ static void start_attempt(struct webhooks *w, struct delivery *d, bool resend)
         }
         hs = next;
     }
-    CURL *c = curl_easy_init();
+    struct transfer *x = malloc(sizeof *x);
+    CURL *c = x ? curl_easy_init() : NULL;
     if (!c) {
+        free(x);
         curl_slist_free_all(hs);
         return;
     }
-    d->errbuf[0] = '\0';
-    d->answer_bytes = 0;
+    x->errbuf[0] = '\0';
+    x->answer_bytes = 0;
     curl_easy_setopt(c, CURLOPT_URL, d->url);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
     curl_easy_setopt(c, CURLOPT_PROXY, "");            /* never an environment's proxy */
@@ -738,8 +805,8 @@ static void start_attempt(struct webhooks *w, struct delivery *d, bool resend)
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)d->ev->body_len);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hs);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_answer_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, d);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, d->errbuf);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, x->errbuf);
     curl_easy_setopt(c, CURLOPT_PRIVATE, d);
 #if LIBCURL_VERSION_NUM >= 0x075700
     curl_easy_setopt(c, CURLOPT_QUICK_EXIT, 1L);       /* stopping never waits on a resolver */
@@ -747,6 +814,7 @@ static void start_attempt(struct webhooks *w, struct delivery *d, bool resend)
     if (curl_multi_add_handle(w->multi, c) != CURLM_OK) {
         curl_easy_cleanup(c);
         curl_slist_free_all(hs);
+        free(x);
         return;
     }
     if (d->status != DELIVERY_PENDING) {
@@ -762,21 +830,23 @@ static void start_attempt(struct webhooks *w, struct delivery *d, bool resend)
         d->due_biz_us = 0;
     }
     d->n_attempts++;
-    d->easy = c;
-    d->headers = hs;
+    x->easy = c;
+    x->headers = hs;
+    d->xfer = x;
     d->in_flight = true;
     d->cur_resend = resend;
-    d->started_ns = now_mono_ns();
+    x->started_ns = now_mono_ns();
     w->n_in_flight++;
 }
 
 static void end_transfer(struct webhooks *w, struct delivery *d)
 {
-    curl_multi_remove_handle(w->multi, d->easy);
-    curl_easy_cleanup(d->easy);
-    curl_slist_free_all(d->headers);
-    d->easy = NULL;
-    d->headers = NULL;
+    struct transfer *x = d->xfer;
+    curl_multi_remove_handle(w->multi, x->easy);
+    curl_easy_cleanup(x->easy);
+    curl_slist_free_all(x->headers);
+    free(x);
+    d->xfer = NULL;
     d->in_flight = false;
     w->n_in_flight--;
 }
@@ -785,15 +855,15 @@ static void end_transfer(struct webhooks *w, struct delivery *d)
 static void attempt_done(struct webhooks *w, struct delivery *d, CURLcode code)
 {
     long status = 0;
-    curl_easy_getinfo(d->easy, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(d->xfer->easy, CURLINFO_RESPONSE_CODE, &status);
     struct attempt *a = &d->attempts[d->n_attempts - 1];
     a->http_status = (int)status;
-    a->duration_ms = (double)(now_mono_ns() - d->started_ns) / 1e6;
+    a->duration_ms = (double)(now_mono_ns() - d->xfer->started_ns) / 1e6;
     bool answered = status > 0;
     bool ok = d->success_2xx ? status >= 200 && status <= 299 : status == 200;
     if (code != CURLE_OK && !(code == CURLE_WRITE_ERROR && answered)) {
         ok = false;
-        a->error = strdup(d->errbuf[0] ? d->errbuf : curl_easy_strerror(code));
+        a->error = strdup(d->xfer->errbuf[0] ? d->xfer->errbuf : curl_easy_strerror(code));
     } else if (code == CURLE_WRITE_ERROR) {
         a->error = strdup("answer body over 64 KiB: connection ended, its status decides");
     } else if (status >= 300 && status <= 399) {
@@ -860,25 +930,48 @@ static void collect_done(struct webhooks *w)
     pthread_mutex_unlock(&w->lock);
 }
 
-/* Start what is due, oldest due first, while there is room on the wire. Lock held. */
+/* An event whose body is not rendered yet: note it for the dispatcher's next ensure_bodies
+ * pass (lock held). False when it is noted (or cannot be: out of memory) and the attempt
+ * must wait; true when the body is there, or never will be (start_attempt fails it). */
+static bool body_ready(struct webhooks *w, struct event *e)
+{
+    if (e->body || e->unrenderable)
+        return true;
+    if (!e->wanted && grow((void **)&w->need, &w->cap_need, w->n_need + 1, sizeof *w->need)) {
+        e->wanted = true;
+        e->refs++;
+        w->need[w->n_need++] = e;
+    }
+    return false;
+}
+
+/* Start what is due, oldest due first, while there is room on the wire. Lock held. A due
+ * delivery whose body is not rendered yet stays due: its event is noted (body_ready) and the
+ * dispatcher comes back at once after rendering it. */
 static void start_due(struct webhooks *w)
 {
+    size_t keep = 0;
     for (size_t i = 0; i < w->n_resends; i++) {
         struct delivery *d = find(w, w->resends[i]);
         if (!d)
             continue;
         if (d->in_flight)
             d->resends_wanted++;
-        else
+        else if (body_ready(w, d->ev))
             start_attempt(w, d, true);
+        else
+            w->resends[keep++] = w->resends[i];
     }
-    w->n_resends = 0;
+    w->n_resends = keep;
     int64_t now_ns = now_mono_ns(), now_us = gateway_now_us(w->g);
     struct heap *heaps[2] = {&w->real, &w->biz};
     int64_t nows[2] = {now_ns, now_us};
+    struct timer later[LOCK_CHUNK];
     for (int k = 0; k < 2; k++) {
         struct heap *h = heaps[k];
-        while (h->n > 0 && h->t[0].due <= nows[k] && w->n_in_flight < MAX_IN_FLIGHT) {
+        size_t n_later = 0;
+        while (h->n > 0 && h->t[0].due <= nows[k] && w->n_in_flight < MAX_IN_FLIGHT &&
+               n_later < LOCK_CHUNK) {
             struct timer t = h->t[0];
             heap_pop(h);
             struct delivery *d = find(w, t.id);
@@ -886,10 +979,40 @@ static void start_due(struct webhooks *w)
                 continue;
             if (d->in_flight)
                 d->due_wanted = true;
-            else
+            else if (body_ready(w, d->ev))
                 start_attempt(w, d, false);
+            else
+                later[n_later++] = t;
         }
+        for (size_t i = 0; i < n_later; i++) /* pushed back: room was just made */
+            (void)heap_push(h, later[i].due, later[i].id, later[i].version);
     }
+}
+
+/* Render the bodies start_due asked for (no lock held; the dispatcher's). */
+static void render_needed(struct webhooks *w)
+{
+    pthread_mutex_lock(&w->lock);
+    struct event **need = w->need;
+    size_t n = w->n_need, cap = w->cap_need;
+    w->need = w->need_spare;
+    w->cap_need = w->cap_need_spare;
+    w->n_need = 0;
+    pthread_mutex_unlock(&w->lock);
+    if (n == 0) {
+        w->need_spare = need;
+        w->cap_need_spare = cap;
+        return;
+    }
+    ensure_bodies(w, need, n, &w->scratch);
+    pthread_mutex_lock(&w->lock);
+    for (size_t i = 0; i < n; i++) {
+        need[i]->wanted = false;
+        event_unref(need[i]);
+    }
+    pthread_mutex_unlock(&w->lock);
+    w->need_spare = need;
+    w->cap_need_spare = cap;
 }
 
 /* How long the thread may sleep (ms): until the earliest timer, at most IDLE_WAIT_MS. */
@@ -953,8 +1076,9 @@ static void *dispatch_main(void *arg)
         collect_done(w);
         pthread_mutex_lock(&w->lock);
         start_due(w);
-        int wait_ms = next_wait_ms(w);
+        int wait_ms = w->n_need > 0 ? 0 : next_wait_ms(w);
         pthread_mutex_unlock(&w->lock);
+        render_needed(w);
         if (inbox_wait < wait_ms)
             wait_ms = (int)inbox_wait;
         wait_and_act(w, wait_ms);
@@ -1058,6 +1182,8 @@ struct webhooks *webhooks_start(struct gateway *g, const char *const *urls, size
             close(w->epfd);
         if (w->wakefd >= 0)
             close(w->wakefd);
+        if (w->multi)
+            curl_multi_cleanup(w->multi);
         free(w);
         return NULL;
     }
@@ -1070,6 +1196,7 @@ struct webhooks *webhooks_start(struct gateway *g, const char *const *urls, size
     w->max_pending = max_pending ? max_pending : WEBHOOK_MAX_PENDING_DEFAULT;
     pthread_mutex_init(&w->inbox_lock, NULL);
     pthread_mutex_init(&w->lock, NULL);
+    buf_init(&w->scratch);
     set_receivers_locked(w, &w->server, urls, n_urls, false);
     if (gateway_subscribe(g, on_payment_event, w) != 0 ||
         pthread_create(&w->thread, NULL, dispatch_main, w) != 0) {
@@ -1114,7 +1241,15 @@ void webhooks_stop(struct webhooks *w)
         free(x);
     }
     free(w->all);
+    for (size_t i = 0; i < w->n_inbox; i++)
+        event_unref(w->inbox[i].ev);
     free(w->inbox);
+    free(w->spare);
+    for (size_t i = 0; i < w->n_need; i++)
+        event_unref(w->need[i]);
+    free(w->need);
+    free(w->need_spare);
+    buf_fini(&w->scratch);
     free(w->real.t);
     free(w->biz.t);
     free(w->resends);
@@ -1154,8 +1289,10 @@ void webhooks_reset(struct webhooks *w, const struct tenant *t)
     pthread_mutex_lock(&w->inbox_lock);
     size_t keep = 0;
     for (size_t i = 0; i < w->n_inbox; i++)
-        if (!dropped_by_reset(t, w->inbox[i].tenant, w->inbox[i].generation))
+        if (!dropped_by_reset(t, w->inbox[i].ev->tenant, w->inbox[i].ev->generation))
             w->inbox[keep++] = w->inbox[i];
+        else
+            event_unref(w->inbox[i].ev); /* only the inbox's: not filed yet */
     w->n_inbox = keep;
     pthread_mutex_unlock(&w->inbox_lock);
 
@@ -1270,7 +1407,10 @@ static void render_delivery(struct webhooks *w, struct buf *b, const struct deli
     else
         buf_adds(b, "null");
     buf_adds(b, ",\"body\":");
-    buf_add(b, d->ev->body, d->ev->body_len);
+    if (d->ev->body)
+        buf_add(b, d->ev->body, d->ev->body_len);
+    else
+        buf_adds(b, "null"); /* its payment went in a reset a moment ago */
     buf_adds(b, ",\"attempts\":[");
     for (uint32_t i = 0; i < d->n_attempts; i++) {
         const struct attempt *a = &d->attempts[i];
@@ -1307,14 +1447,57 @@ static bool matches(const struct delivery *d, const struct delivery_filter *f)
            (f->status < 0 || (int)d->status == f->status);
 }
 
-void webhooks_render_deliveries(struct webhooks *w, const struct delivery_filter *f,
-                                struct buf *b)
+/* The first delivery matching `f` that the journal shows, newest `f->limit` (0: all). Lock
+ * held. */
+static size_t journal_from(struct webhooks *w, const struct delivery_filter *f)
 {
-    pthread_mutex_lock(&w->lock);
     size_t from = w->n_all, found = 0;
     while (from > 0 && (f->limit == 0 || found < f->limit))
         if (matches(w->all[--from], f))
             found++;
+    return from;
+}
+
+/* Render the bodies the journal is about to show (deliveries matching `f`, or with f NULL the
+ * one delivery `id`) that were never needed yet. Takes the locks itself, one at a time. */
+static void journal_bodies(struct webhooks *w, const struct delivery_filter *f, uint64_t id)
+{
+    struct event **ev = NULL;
+    size_t n = 0, cap = 0;
+    pthread_mutex_lock(&w->lock);
+    size_t from = f ? journal_from(w, f) : 0;
+    for (size_t i = from; i < w->n_all; i++) {
+        struct delivery *d = w->all[i];
+        if (f ? !matches(d, f) : d->id != id)
+            continue;
+        if (d->ev->body || d->ev->unrenderable ||
+            !grow((void **)&ev, &cap, n + 1, sizeof *ev))
+            continue;
+        d->ev->refs++;
+        ev[n++] = d->ev;
+    }
+    pthread_mutex_unlock(&w->lock);
+    if (n == 0) {
+        free(ev);
+        return;
+    }
+    struct buf scratch;
+    buf_init(&scratch);
+    ensure_bodies(w, ev, n, &scratch);
+    buf_fini(&scratch);
+    pthread_mutex_lock(&w->lock);
+    for (size_t i = 0; i < n; i++)
+        event_unref(ev[i]);
+    pthread_mutex_unlock(&w->lock);
+    free(ev);
+}
+
+void webhooks_render_deliveries(struct webhooks *w, const struct delivery_filter *f,
+                                struct buf *b)
+{
+    journal_bodies(w, f, 0);
+    pthread_mutex_lock(&w->lock);
+    size_t from = journal_from(w, f);
     buf_adds(b, "{\"deliveries\":[");
     bool first = true;
     for (size_t i = from; i < w->n_all; i++) {
@@ -1331,6 +1514,7 @@ void webhooks_render_deliveries(struct webhooks *w, const struct delivery_filter
 
 int webhooks_resend(struct webhooks *w, const struct tenant *t, uint64_t id, struct buf *b)
 {
+    journal_bodies(w, NULL, id);
     pthread_mutex_lock(&w->lock);
     struct delivery *d = find(w, id);
     if (d && t && d->ev->tenant != t)
