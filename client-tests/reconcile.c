@@ -160,25 +160,20 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
     return add;
 }
 
-/* GET /v1/payments/{paymentKey}: the Payment (caller owns it), or NULL. */
-static json_t *read_payment(rcn_ref *r, const char *payment_key)
+json_t *rcn_get_payment(CURL *h, const char *url, const char *auth_header)
 {
-    char url[512];
-    /* a paymentKey has no '/', '?', '#', '%' or space (docs/api.md §2.1): no escaping needed */
-    snprintf(url, sizeof url, "%s/v1/payments/%s", r->base_url, payment_key);
-    struct curl_slist *headers = curl_slist_append(NULL, r->auth_header);
+    struct curl_slist *headers = curl_slist_append(NULL, auth_header);
     body_buf b = {NULL, 0};
-    curl_easy_reset(r->h);
-    curl_easy_setopt(r->h, CURLOPT_URL, url);
-    curl_easy_setopt(r->h, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(r->h, CURLOPT_TIMEOUT_MS, 10000L);
-    curl_easy_setopt(r->h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(r->h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(r->h, CURLOPT_WRITEDATA, &b);
+    curl_easy_reset(h);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
     long status = 0;
-    r->read_backs++;
-    if (curl_easy_perform(r->h) == CURLE_OK)
-        curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
+    if (curl_easy_perform(h) == CURLE_OK)
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     curl_slist_free_all(headers);
     json_t *payment = status == 200 && b.p ? json_loads(b.p, 0, NULL) : NULL;
     free(b.p);
@@ -186,6 +181,17 @@ static json_t *read_payment(rcn_ref *r, const char *payment_key)
         json_decref(payment);
         payment = NULL;
     }
+    return payment;
+}
+
+/* GET /v1/payments/{paymentKey}: the Payment (caller owns it), or NULL. */
+static json_t *read_payment(rcn_ref *r, const char *payment_key)
+{
+    char url[512];
+    /* a paymentKey has no '/', '?', '#', '%' or space (docs/api.md §2.1): no escaping needed */
+    snprintf(url, sizeof url, "%s/v1/payments/%s", r->base_url, payment_key);
+    r->read_backs++;
+    json_t *payment = rcn_get_payment(r->h, url, r->auth_header);
     if (!payment)
         r->read_failures++;
     return payment;

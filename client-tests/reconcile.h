@@ -55,6 +55,10 @@ const rcn_order *rcn_by_payment_key(const rcn_table *t, const char *payment_key)
  * approvedAt (a cancel of an approved payment still moved money once). */
 bool rcn_approved(const json_t *payment);
 
+/* GET `url` with `auth_header` on `h` (reset first): the Payment it answers with 200 (caller
+ * owns it), or NULL (another status, no JSON Payment, a transport error; 10 s timeout). */
+json_t *rcn_get_payment(CURL *h, const char *url, const char *auth_header);
+
 /* --- naive --------------------------------------------------------------------------------- */
 
 /* Apply one delivery as received: status from the body, keyed on data.orderId; a DONE runs the

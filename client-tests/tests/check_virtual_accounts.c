@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "check_main.h"
+#include "deposit.h"
 #include "receiver.h"
 #include "testkit.h"
 
@@ -495,6 +496,284 @@ START_TEST(test_cancel_after_the_deposit_needs_a_refund_account)
 }
 END_TEST
 
+/* ---- the reference deposit handler (client-tests/deposit.h) -------------------------------- */
+
+/* "http://127.0.0.1:PORT" of s into out. */
+static const char *base_of(const fg_server *s, char out[64])
+{
+    snprintf(out, 64, "http://127.0.0.1:%d", s->port);
+    return out;
+}
+
+/* Issue an account as orderId `oid` (with `extra` members) and store it in the handler's book. */
+static void book_issue(const fg_server *s, dep_handler *d, const char *oid, const char *extra)
+{
+    fg_response r;
+    issue(s, oid, extra, NULL, &r);
+    assert_status(&r, 200);
+    ck_assert_int_eq(dep_book_add(d, r.body), 0);
+    fg_response_fini(&r);
+}
+
+/* Deliveries in the journal that are originals (not a duplicate fault's copy). */
+static size_t originals(const fg_server *s)
+{
+    json_t *j = admin_json(s, "/__admin/webhooks/deliveries?limit=10000");
+    json_t *all = json_object_get(j, "deliveries"), *d;
+    size_t i, n = 0;
+    json_array_foreach(all, i, d) n += json_is_null(json_object_get(d, "duplicate_of"));
+    json_decref(j);
+    return n;
+}
+
+/* Wait (bounded) until `events` events have their deliveries filed (one receiver: one original
+ * each) and none is pending: every one delivered, failed or dropped. */
+static void wait_settled(const fg_server *s, size_t events)
+{
+    double pending = -1;
+    size_t filed = 0;
+    for (int i = 0; i < WAIT_MS / 10; i++) {
+        if ((filed = originals(s)) >= events &&
+            (pending = metric1(s, "fakegate_webhook_pending", NULL, NULL)) == 0)
+            return;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    ck_abort_msg("after %d ms: %zu of %zu events filed, %g deliveries pending", WAIT_MS, filed,
+                 events, pending);
+}
+
+/* Feed the handler every request rx has received, in arrival order; returns how many. */
+static size_t feed(struct receiver *rx, dep_handler *d)
+{
+    size_t n = receiver_count(rx);
+    for (size_t i = 0; i < n; i++) {
+        struct rx_request q;
+        ck_assert(receiver_get(rx, i, &q));
+        ck_assert_int_eq(dep_on_webhook(d, &q), 200);
+    }
+    return n;
+}
+
+/* The handler's view of every order equals the gateway's, and the side effect ran once per
+ * deposit that stands. */
+static void assert_book_agrees(const fg_server *s, const dep_handler *d)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        const dep_order *o = &d->orders[i];
+        json_t *p = payment(s, o->order_id);
+        ck_assert_msg(strcmp(o->status, json_str(p, "status")) == 0, "%s: handler %s, gateway %s",
+                      o->order_id, o->status, json_str(p, "status"));
+        ck_assert_int_eq(o->shipped, strcmp(o->status, "DONE") == 0);
+        ck_assert_int_eq(o->shipments - o->reversals, o->shipped);
+        json_decref(p);
+    }
+}
+
+static long journal_count(const fg_server *s, const char *query)
+{
+    char path[160];
+    snprintf(path, sizeof path, "/__admin/webhooks/deliveries?limit=10000%s", query);
+    json_t *j = admin_json(s, path);
+    long n = (long)json_array_size(json_object_get(j, "deliveries"));
+    json_decref(j);
+    return n;
+}
+
+/* Twelve accounts under duplicate, delay and drop faults (seeded): eight deposits, two of them
+ * reversed by a deposit error and one of those deposited again, one cancel before the deposit.
+ * The handler ends agreeing with the ledger, ships each standing deposit once, ignores every
+ * duplicate by its transmission id, and the reconciler finds what the drops hid. */
+START_TEST(test_deposit_handler_under_duplicate_delay_and_drop)
+{
+    struct receiver *rx = rx_200();
+    char *profile = dq("{'name':'va_faults','routes':{'default':{'latency':{'dist':'fixed','ms':0}}},"
+                       "'webhooks':{'delay':{'dist':'uniform','min_ms':0,'max_ms':150},"
+                       "'duplicate':{'p':0.3,'after':{'dist':'fixed','ms':40}},"
+                       "'drop':{'p':0.25}}}");
+    const char *args[] = {"--webhook-url", receiver_url(rx), "--seed", "11", NULL};
+    fg_server *s = start_args(profile, args);
+    dep_handler d;
+    char base[64];
+    ck_assert_int_eq(dep_init(&d, base_of(s, base), s->auth_header), 0);
+    char oid[12][32];
+    for (int i = 0; i < 12; i++) {
+        snprintf(oid[i], sizeof oid[i], "va-hf-%02d", i);
+        book_issue(s, &d, oid[i], "");
+    }
+    for (int i = 0; i < 8; i++)
+        deposit_ok(s, oid[i], 10000);
+    for (int i = 0; i < 2; i++) {
+        char body[512];
+        snprintf(body, sizeof body, "{\"orderId\":\"%s\"}", oid[i]);
+        fg_response r;
+        bank(s, "deposit-error", body, &r);
+        assert_status(&r, 200);
+        fg_response_fini(&r);
+    }
+    deposit_ok(s, oid[0], 10000);
+    fg_response r;
+    cancel(s, d.orders[11].payment_key, "", &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    /* 12 issues, 9 deposits and 2 deposit errors (two events each), a cancel (two) */
+    wait_settled(s, 12 + 9 * 2 + 2 * 2 + 2);
+    long dropped = journal_count(s, "&status=dropped");
+    long delivered = journal_count(s, "&status=delivered");
+    size_t got = feed(rx, &d);
+    ck_assert_uint_eq(got, (size_t)delivered);
+    /* The faults did fire: there is something to handle. */
+    ck_assert_int_gt(dropped, 0);
+    ck_assert_int_gt(d.duplicates_ignored, 0);
+    ck_assert_int_eq(d.forged, 0);
+    ck_assert_int_eq(d.read_failures, 0);
+    ck_assert_int_eq(dep_reconcile(&d), 0);
+    assert_book_agrees(s, &d);
+    ck_assert_str_eq(dep_order_of(&d, oid[0])->status, "DONE");
+    ck_assert_int_eq(dep_order_of(&d, oid[1])->shipped, false);
+    ck_assert_str_eq(dep_order_of(&d, oid[11])->status, "CANCELED");
+    for (int i = 2; i < 8; i++)
+        ck_assert_int_eq(dep_order_of(&d, oid[i])->shipments, 1);
+    fprintf(stderr, "check_virtual_accounts: handler: %zu deliveries received (%ld dropped), "
+            "%ld duplicates ignored, %ld callbacks trusted, %ld read-backs\n",
+            got, dropped, d.duplicates_ignored, d.callbacks, d.read_backs);
+    dep_fini(&d);
+    stop_server(s);
+    receiver_stop(rx);
+    free(profile);
+}
+END_TEST
+
+/* A due date passing sends PAYMENT_STATUS_CHANGED only: a handler that listened for
+ * DEPOSIT_CALLBACK alone would never close the order; this one reads it back, and with every
+ * delivery dropped the reconciler alone still finds it EXPIRED (and the deposit DONE). */
+START_TEST(test_deposit_handler_sees_a_due_date_pass)
+{
+    for (int drop_all = 0; drop_all < 2; drop_all++) {
+        struct receiver *rx = rx_200();
+        char *profile = dq(drop_all ? "{'name':'va_drop','routes':{},'webhooks':{'drop':{'p':1}}}"
+                                    : "{'name':'va_plain','routes':{}}");
+        const char *args[] = {"--webhook-url", receiver_url(rx), NULL};
+        fg_server *s = start_args(profile, args);
+        dep_handler d;
+        char base[64];
+        ck_assert_int_eq(dep_init(&d, base_of(s, base), s->auth_header), 0);
+        book_issue(s, &d, "va-due-1", ",\"validHours\":1");
+        book_issue(s, &d, "va-due-2", ",\"validHours\":1");
+        deposit_ok(s, "va-due-2", 10000);
+        advance(s, 2 * 3600);
+        json_t *p = payment(s, "va-due-1");
+        ck_assert_str_eq(json_str(p, "status"), "EXPIRED");
+        json_decref(p);
+        wait_settled(s, 5); /* two issues, the deposit's two events, the expiry's one */
+        feed(rx, &d);
+        if (drop_all) {
+            ck_assert_uint_eq(receiver_count(rx), 0);
+            ck_assert_str_eq(dep_order_of(&d, "va-due-1")->status, "WAITING_FOR_DEPOSIT");
+        } else {
+            ck_assert_uint_eq(receiver_count(rx), 5); /* and no DEPOSIT_CALLBACK EXPIRED */
+            ck_assert_int_eq(d.callbacks, 1);
+            ck_assert_str_eq(dep_order_of(&d, "va-due-1")->status, "EXPIRED");
+        }
+        ck_assert_int_eq(dep_reconcile(&d), 0);
+        ck_assert_str_eq(dep_order_of(&d, "va-due-1")->status, "EXPIRED");
+        ck_assert_int_eq(dep_order_of(&d, "va-due-1")->shipments, 0);
+        ck_assert_str_eq(dep_order_of(&d, "va-due-2")->status, "DONE");
+        ck_assert_int_eq(dep_order_of(&d, "va-due-2")->shipments, 1);
+        ck_assert_int_eq(dep_order_of(&d, "va-due-1")->polled, drop_all);
+        assert_book_agrees(s, &d);
+        dep_fini(&d);
+        stop_server(s);
+        receiver_stop(rx);
+        free(profile);
+    }
+}
+END_TEST
+
+/* A callback with the wrong secret is refused without a read; one with the right secret that
+ * claims DONE before any deposit is read back and changes nothing: the body is never trusted. */
+START_TEST(test_deposit_handler_trusts_only_the_secret_and_the_read)
+{
+    fg_server *s = start_args(NULL, NULL);
+    dep_handler d;
+    char base[64];
+    ck_assert_int_eq(dep_init(&d, base_of(s, base), s->auth_header), 0);
+    book_issue(s, &d, "va-forge-1", "");
+    char body[256];
+    struct rx_request q = {.transmission_id = "whtrans_forged0000000000000000000", .body = body};
+    snprintf(body, sizeof body, "{\"createdAt\":\"2024-02-13T12:18:07\",\"secret\":\"ps_%s\","
+             "\"status\":\"DONE\",\"transactionKey\":null,\"orderId\":\"va-forge-1\"}",
+             "notTheSecret000000000000");
+    q.body_len = strlen(body);
+    ck_assert_int_eq(dep_on_webhook(&d, &q), 200);
+    ck_assert_int_eq(d.forged, 1);
+    ck_assert_int_eq(d.read_backs, 0);
+    snprintf(body, sizeof body, "{\"createdAt\":\"2024-02-13T12:18:07\",\"secret\":\"%s\","
+             "\"status\":\"DONE\",\"transactionKey\":null,\"orderId\":\"va-forge-1\"}",
+             dep_order_of(&d, "va-forge-1")->secret);
+    q.body_len = strlen(body);
+    q.transmission_id = "whtrans_replayed000000000000000000";
+    ck_assert_int_eq(dep_on_webhook(&d, &q), 200);
+    ck_assert_int_eq(d.callbacks, 1);
+    ck_assert_int_eq(d.read_backs, 1);
+    ck_assert_str_eq(dep_order_of(&d, "va-forge-1")->status, "WAITING_FOR_DEPOSIT");
+    ck_assert_int_eq(dep_order_of(&d, "va-forge-1")->shipments, 0);
+    /* An order the book does not have is forged too. */
+    snprintf(body, sizeof body, "{\"secret\":\"x\",\"status\":\"DONE\",\"orderId\":\"va-other\"}");
+    q.transmission_id = "whtrans_unknown0000000000000000000";
+    ck_assert_int_eq(dep_on_webhook(&d, &q), 200);
+    ck_assert_int_eq(d.forged, 2);
+    dep_fini(&d);
+    stop_server(s);
+}
+END_TEST
+
+/* The simulated bank acts on the tenant X-Fakegate-Tenant names (docs/tenants.md §9): another
+ * tenant's deposit does not find the account, and nothing changes. */
+START_TEST(test_deposit_is_scoped_to_its_tenant)
+{
+    fg_server *s = start_args(NULL, NULL);
+    char auth[320];
+    fg_basic_auth("test_sk_va_b:", auth, sizeof auth);
+    const char *headers[] = {auth, NULL};
+    fg_request req = {.method = "POST", .path = VA_PATH, .headers = headers,
+                      .body = "{\"amount\":10000,\"orderId\":\"va-ten-1\",\"orderName\":\"n\","
+                              "\"customerName\":\"c\",\"bank\":\"88\"}"};
+    fg_response r;
+    fg_http(s, NULL, &req, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    /* Tenant a exists once its key has made a request (a read of an unknown payment). */
+    char auth_a[320];
+    fg_basic_auth("test_sk_va_a:", auth_a, sizeof auth_a);
+    const char *headers_a[] = {auth_a, NULL};
+    fg_request read_a = {.method = "GET", .path = "/v1/payments/orders/va-ten-1",
+                         .headers = headers_a};
+    fg_http(s, NULL, &read_a, &r);
+    assert_error(&r, 404, "NOT_FOUND_PAYMENT");
+    fg_response_fini(&r);
+    const char *body = "{\"orderId\":\"va-ten-1\",\"amount\":10000}";
+    admin_call(s, "POST", "/__admin/virtual-accounts/deposit", body,
+               "X-Fakegate-Tenant: test_sk_va_a", &r);
+    assert_error(&r, 404, "NOT_FOUND_PAYMENT");
+    fg_response_fini(&r);
+    fg_request get = {.method = "GET", .path = "/v1/payments/orders/va-ten-1", .headers = headers};
+    fg_http(s, NULL, &get, &r);
+    ck_assert_str_eq(json_str(r.json, "status"), "WAITING_FOR_DEPOSIT");
+    fg_response_fini(&r);
+    admin_call(s, "POST", "/__admin/virtual-accounts/deposit", body,
+               "X-Fakegate-Tenant: test_sk_va_b", &r);
+    assert_status(&r, 200);
+    ck_assert_str_eq(json_str(r.json, "status"), "DONE");
+    fg_response_fini(&r);
+    /* Without the header: the default tenant, which b's key adopted by coming first. */
+    admin_call(s, "POST", "/__admin/virtual-accounts/deposit", body, NULL, &r);
+    assert_error(&r, 400, "INVALID_REQUEST"); /* b's account, already deposited */
+    fg_response_fini(&r);
+    stop_server(s);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *su = suite_create("virtual_accounts");
@@ -509,5 +788,10 @@ Suite *make_suite(void)
     tc = add_tcase(su, "cancel", 30);
     tcase_add_test(tc, test_cancel_before_the_deposit_is_whole_only);
     tcase_add_test(tc, test_cancel_after_the_deposit_needs_a_refund_account);
+    tcase_add_test(tc, test_deposit_is_scoped_to_its_tenant);
+    tc = add_tcase(su, "reference deposit handler", 60);
+    tcase_add_test(tc, test_deposit_handler_under_duplicate_delay_and_drop);
+    tcase_add_test(tc, test_deposit_handler_sees_a_due_date_pass);
+    tcase_add_test(tc, test_deposit_handler_trusts_only_the_secret_and_the_read);
     return su;
 }

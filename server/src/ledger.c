@@ -59,6 +59,7 @@ void ledger_fini(struct ledger *l)
         payment_free(l->all[i]);
     free(l->all);
     free(l->txs);
+    free(l->due);
     strmap_fini(&l->by_key);
     strmap_fini(&l->by_order);
 }
@@ -75,7 +76,50 @@ void ledger_reset(struct ledger *l)
     l->n_all = l->cap_all = 0;
     l->txs = NULL;
     l->n_txs = l->cap_txs = 0;
-    l->n_va = 0;
+    l->due = NULL;
+    l->n_due = l->cap_due = 0;
+}
+
+/* Push (due, p) on the due-date index; room was made by the caller (grow). */
+static void due_push(struct ledger *l, struct payment *p)
+{
+    struct ledger_due x = {p->va->due_at_us, p};
+    size_t i = l->n_due++;
+    while (i > 0 && l->due[(i - 1) / 2].due_at_us > x.due_at_us) {
+        l->due[i] = l->due[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    l->due[i] = x;
+}
+
+static void due_pop(struct ledger *l)
+{
+    struct ledger_due x = l->due[--l->n_due];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= l->n_due)
+            break;
+        if (c + 1 < l->n_due && l->due[c + 1].due_at_us < l->due[c].due_at_us)
+            c++;
+        if (l->due[c].due_at_us >= x.due_at_us)
+            break;
+        l->due[i] = l->due[c];
+        i = c;
+    }
+    if (l->n_due > 0)
+        l->due[i] = x;
+}
+
+struct payment *ledger_next_due(struct ledger *l, int64_t now_us)
+{
+    while (l->n_due > 0 && l->due[0].due_at_us <= now_us) {
+        struct payment *p = l->due[0].payment;
+        due_pop(l);
+        if (p->status == PAY_WAITING_FOR_DEPOSIT)
+            return p;
+    }
+    return NULL;
 }
 
 struct payment *ledger_get(const struct ledger *l, const char *payment_key)
@@ -152,7 +196,8 @@ struct payment *ledger_create_va(struct ledger *l, const char *payment_key, cons
                                  int64_t now_us, enum ledger_create_result *why)
 {
     char *name = strdup(order_name);
-    if (!name) {
+    if (!name || grow((void **)&l->due, &l->cap_due, l->n_due + 1, sizeof *l->due) != 0) {
+        free(name);
         if (why)
             *why = LEDGER_NO_MEMORY;
         return NULL;
@@ -165,7 +210,6 @@ struct payment *ledger_create_va(struct ledger *l, const char *payment_key, cons
     p->order_name = name;
     p->va = va;
     p->status = PAY_WAITING_FOR_DEPOSIT;
-    l->n_va++;
     /* 14 digits from (salt, id): stable across renders, distinct per payment in practice. */
     uint64_t st = l->salt ^ mix64(p->id ^ 0x76616363u); /* "vacc" */
     uint64_t v = splitmix64(&st);
@@ -176,6 +220,7 @@ struct payment *ledger_create_va(struct ledger *l, const char *payment_key, cons
             v = splitmix64(&st);
     }
     va->account_number[14] = '\0';
+    due_push(l, p);
     return p;
 }
 
@@ -183,7 +228,8 @@ int ledger_deposit(struct ledger *l, struct payment *p, bool error, int64_t now_
 {
     struct payment_va *va = p->va;
     if (!va || va->n_deposits >= LEDGER_MAX_DEPOSITS || l->n_txs >= UINT32_MAX ||
-        grow((void **)&l->txs, &l->cap_txs, l->n_txs + 1, sizeof *l->txs) != 0)
+        grow((void **)&l->txs, &l->cap_txs, l->n_txs + 1, sizeof *l->txs) != 0 ||
+        (error && grow((void **)&l->due, &l->cap_due, l->n_due + 1, sizeof *l->due) != 0))
         return -1;
     struct va_deposit *nd = realloc(va->deposits, (va->n_deposits + 1) * sizeof *nd);
     if (!nd)
@@ -196,6 +242,8 @@ int ledger_deposit(struct ledger *l, struct payment *p, bool error, int64_t now_
     p->status = error ? PAY_WAITING_FOR_DEPOSIT : PAY_DONE;
     if (!error)
         p->approved_at_us = now_us;
+    else
+        due_push(l, p); /* waiting again: its due date counts again */
     return 0;
 }
 

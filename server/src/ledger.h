@@ -91,6 +91,12 @@ struct ledger_tx {
     uint64_t seq;            /* commit order */
 };
 
+/* One entry of the due-date index: a virtual account and its due date. */
+struct ledger_due {
+    int64_t due_at_us;
+    struct payment *payment;
+};
+
 struct ledger {
     struct strmap by_key;    /* payment_key -> payment */
     struct strmap by_order;  /* order_id -> payment (first payment to use the orderId) */
@@ -100,7 +106,9 @@ struct ledger {
     size_t n_txs, cap_txs;
     uint64_t next_id, next_seq;
     uint64_t salt;           /* per-instance: makes derived keys unique across runs */
-    size_t n_va;             /* virtual accounts among `all` (the due-date sweep skips none) */
+    struct ledger_due *due;  /* a min-heap by due date of virtual accounts that were waiting
+                                for a deposit when pushed (entries gone stale are skipped) */
+    size_t n_due, cap_due;
 };
 
 void ledger_init(struct ledger *l, uint64_t salt);
@@ -142,6 +150,13 @@ int ledger_deposit(struct ledger *l, struct payment *p, bool error, int64_t now_
 /* Expire virtual account p if it is WAITING_FOR_DEPOSIT and its due date is over at now_us.
  * True if it is EXPIRED now (whether by this call or before). */
 bool ledger_expire_va(struct payment *p, int64_t now_us);
+
+/* The next virtual account that is WAITING_FOR_DEPOSIT with its due date over at now_us,
+ * taken off the due-date index, or NULL when there is none: O(log n) per entry, so a sweep
+ * costs nothing for accounts not yet due, however many payments the ledger holds. An account
+ * is on the index from its creation and again from each deposit error; entries of accounts
+ * that have moved on (deposited, canceled, expired) are dropped as they come up. */
+struct payment *ledger_next_due(struct ledger *l, int64_t now_us);
 
 /* Free a payment_va and its strings (NULL allowed). */
 void ledger_va_free(struct payment_va *va);

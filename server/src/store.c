@@ -130,6 +130,11 @@ bool store_expire_va(struct store *s, struct payment *p, int64_t now_us)
     return is;
 }
 
+struct payment *store_next_due(struct store *s, int64_t now_us)
+{
+    return ledger_next_due(&s->ledger, now_us);
+}
+
 int store_note_idem_key(struct store *s, struct payment *p, const char *idem_key)
 {
     (void)s;

@@ -288,14 +288,11 @@ int gateway_sweep_locked(struct gateway *g, struct store *s, struct request *r, 
         }
         t->expiry_cursor++;
     }
-    /* Virtual accounts past their due date (docs/virtual-accounts.md §6.6): due dates are not
-     * in creation order, so every one is looked at; a store without any costs nothing. */
-    if (store_ledger(s)->n_va > 0)
-        for (size_t i = 0; i < store_payment_count(s); i++) {
-            struct payment *p = store_payment_at(s, i);
-            if (p->va && p->status == PAY_WAITING_FOR_DEPOSIT && store_expire_va(s, p, now_us))
-                (*n)++;
-        }
+    /* Virtual accounts past their due date (docs/virtual-accounts.md §6.6), from the ledger's
+     * due-date index: only the accounts now due are looked at. */
+    for (struct payment *p; (p = store_next_due(s, now_us));)
+        if (store_expire_va(s, p, now_us))
+            (*n)++;
     return 0;
 }
 

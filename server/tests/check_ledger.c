@@ -1,6 +1,8 @@
 /* check_ledger.c -- unit tests for ledger.c: payment creation and indexes, approval and its
  * transaction row, Idempotency-Key notes, derived transaction keys and finding a row by its
- * key, and reset. Pure: every time is a parameter. */
+ * key, virtual accounts (deposits, deposit errors, expiry, the due-date index), and reset.
+ * Pure: every time is a parameter. */
+#define _POSIX_C_SOURCE 200809L
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -411,6 +413,128 @@ START_TEST(test_ledger_find_tx_refuses_keys_of_no_row)
 }
 END_TEST
 
+/* ---- virtual accounts ---------------------------------------------------------------------- */
+
+/* A virtual account due at `due_us`, created at time 1 (the ledger takes `va`). */
+static struct payment *va_new(struct ledger *l, const char *key, const char *order, int64_t due_us)
+{
+    struct payment_va *va = calloc(1, sizeof *va);
+    ck_assert_ptr_nonnull(va);
+    memcpy(va->bank_code, "88", 3);
+    va->due_at_us = due_us;
+    va->customer_name = strdup("홍길동");
+    struct payment *p = ledger_create_va(l, key, order, 10000, "주문", va, 1, NULL);
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+START_TEST(test_ledger_create_va_waits_for_deposit_with_a_derived_account_number)
+{
+    struct ledger l;
+    ledger_init(&l, SALT);
+    struct payment *p = va_new(&l, "pk_va_1", "order-va-1", 1000);
+    struct payment *q = va_new(&l, "pk_va_2", "order-va-2", 1000);
+    ck_assert_int_eq(p->status, PAY_WAITING_FOR_DEPOSIT);
+    ck_assert_str_eq(p->order_name, "주문");
+    ck_assert_uint_eq(p->charges, 0);
+    ck_assert_uint_eq(l.n_txs, 0);
+    ck_assert_uint_eq(strlen(p->va->account_number), 14);
+    ck_assert_uint_eq(strspn(p->va->account_number, "0123456789"), 14);
+    ck_assert_str_ne(p->va->account_number, q->va->account_number);
+    ck_assert_ptr_eq(ledger_get_by_order(&l, "order-va-1"), p);
+    ledger_fini(&l);
+}
+END_TEST
+
+START_TEST(test_ledger_deposit_and_deposit_error_each_add_a_row_and_a_key)
+{
+    struct ledger l;
+    ledger_init(&l, SALT);
+    struct payment *p = va_new(&l, "pk_va_1", "order-va-1", 1000);
+    ck_assert_int_eq(ledger_deposit(&l, p, false, 500), 0);
+    ck_assert_int_eq(p->status, PAY_DONE);
+    ck_assert_int_eq(p->approved_at_us, 500);
+    ck_assert_int_eq(ledger_deposit(&l, p, true, 600), 0);
+    ck_assert_int_eq(p->status, PAY_WAITING_FOR_DEPOSIT);
+    ck_assert_int_eq(p->approved_at_us, 500); /* the deposit's, kept */
+    ck_assert_int_eq(ledger_deposit(&l, p, false, 700), 0);
+    ck_assert_int_eq(p->approved_at_us, 700);
+    ck_assert_uint_eq(p->va->n_deposits, 3);
+    ck_assert_uint_eq(l.n_txs, 3);
+    char keys[3][33];
+    for (int i = 0; i < 3; i++) {
+        ck_assert_ptr_eq(l.txs[i].payment, p);
+        ck_assert_int_eq(l.txs[i].cancel_index, LEDGER_DEPOSIT_INDEX + i);
+        ck_assert_int_eq(p->va->deposits[i].error, i == 1);
+        ck_assert_int_eq(ledger_tx_at_us(&l.txs[i]), 500 + 100 * i);
+        ledger_tx_key(&l, p, LEDGER_DEPOSIT_INDEX + i, keys[i]);
+        ck_assert_int_eq(ledger_find_tx(&l, keys[i]), i);
+    }
+    ck_assert_str_ne(keys[0], keys[1]);
+    ck_assert_str_ne(keys[1], keys[2]);
+    ledger_fini(&l);
+}
+END_TEST
+
+START_TEST(test_ledger_expire_va_only_when_waiting_and_due)
+{
+    struct ledger l;
+    ledger_init(&l, SALT);
+    struct payment *p = va_new(&l, "pk_va_1", "order-va-1", 1000);
+    ck_assert(!ledger_expire_va(p, 999));
+    ck_assert_int_eq(p->status, PAY_WAITING_FOR_DEPOSIT);
+    ck_assert(ledger_expire_va(p, 1000));
+    ck_assert_int_eq(p->status, PAY_EXPIRED);
+    ck_assert(ledger_expire_va(p, 2000)); /* still, and unchanged */
+    struct payment *q = va_new(&l, "pk_va_2", "order-va-2", 1000);
+    ck_assert_int_eq(ledger_deposit(&l, q, false, 10), 0);
+    ck_assert(!ledger_expire_va(q, 5000)); /* deposited: a due date no longer applies */
+    ck_assert_int_eq(q->status, PAY_DONE);
+    struct payment *c = ledger_create(&l, "pk_card", "order-card", 1000, 1, NULL);
+    ck_assert(!ledger_expire_va(c, 5000)); /* not a virtual account */
+    ck_assert_int_eq(c->status, PAY_IN_PROGRESS);
+    ledger_fini(&l);
+}
+END_TEST
+
+/* The due-date index hands out what is due, earliest first, skips what moved on, and takes an
+ * account back after a deposit error. */
+START_TEST(test_ledger_next_due_in_due_order_skipping_the_settled)
+{
+    struct ledger l;
+    ledger_init(&l, SALT);
+    int64_t due[6] = {500, 100, 400, 200, 600, 300};
+    struct payment *p[6];
+    for (int i = 0; i < 6; i++) {
+        char key[16], order[16];
+        snprintf(key, sizeof key, "pk_va_%d", i);
+        snprintf(order, sizeof order, "order-va-%d", i);
+        p[i] = va_new(&l, key, order, due[i]);
+    }
+    ck_assert_ptr_null(ledger_next_due(&l, 99));
+    ck_assert_int_eq(ledger_deposit(&l, p[3], false, 50), 0); /* due 200: deposited */
+    ck_assert_ptr_eq(ledger_next_due(&l, 450), p[1]);           /* 100 */
+    ck_assert_ptr_eq(ledger_next_due(&l, 450), p[5]);           /* 300 (200 skipped) */
+    ck_assert_ptr_eq(ledger_next_due(&l, 450), p[2]);           /* 400 */
+    ck_assert_ptr_null(ledger_next_due(&l, 450));
+    /* Taken off the index but not expired by the caller: it is not handed out again. */
+    ck_assert_ptr_null(ledger_next_due(&l, 450));
+    /* A deposit error puts p[3] back, its due date long over. */
+    ck_assert_int_eq(ledger_deposit(&l, p[3], true, 460), 0);
+    ck_assert_ptr_eq(ledger_next_due(&l, 470), p[3]);
+    ck_assert_ptr_null(ledger_next_due(&l, 470));
+    ck_assert_ptr_eq(ledger_next_due(&l, 10000), p[0]);
+    ck_assert_ptr_eq(ledger_next_due(&l, 10000), p[4]);
+    ck_assert_ptr_null(ledger_next_due(&l, 10000));
+    ck_assert_uint_eq(l.n_due, 0);
+    /* A reset empties the index with the payments. */
+    va_new(&l, "pk_va_x", "order-va-x", 1);
+    ledger_reset(&l);
+    ck_assert_ptr_null(ledger_next_due(&l, 10000));
+    ledger_fini(&l);
+}
+END_TEST
+
 START_TEST(test_pay_status_name_spells_every_status)
 {
     ck_assert_str_eq(pay_status_name(PAY_IN_PROGRESS), "IN_PROGRESS");
@@ -448,6 +572,13 @@ Suite *make_suite(void)
     tcase_add_test(keys, test_ledger_find_tx_finds_every_row_by_its_key);
     tcase_add_test(keys, test_ledger_find_tx_refuses_keys_of_no_row);
     suite_add_tcase(s, keys);
+
+    TCase *va = tcase_create("virtual_accounts");
+    tcase_add_test(va, test_ledger_create_va_waits_for_deposit_with_a_derived_account_number);
+    tcase_add_test(va, test_ledger_deposit_and_deposit_error_each_add_a_row_and_a_key);
+    tcase_add_test(va, test_ledger_expire_va_only_when_waiting_and_due);
+    tcase_add_test(va, test_ledger_next_due_in_due_order_skipping_the_settled);
+    suite_add_tcase(s, va);
 
     TCase *misc = tcase_create("misc");
     tcase_add_test(misc, test_ledger_reset_empties_but_keeps_salt);
