@@ -271,6 +271,26 @@ START_TEST(test_issue_errors_are_toss_codes_and_change_nothing)
 }
 END_TEST
 
+/* The profile's `virtual_account` route (docs/profiles.md) plans the issue like a confirm: a 503
+ * fault there stores nothing, and the confirm route is not touched by it. */
+START_TEST(test_issue_follows_the_virtual_account_route)
+{
+    fg_server *s = start_q("{'name':'va_route','routes':{'virtual_account':{'faults':["
+                           "{'kind':'error','p':1,'status':503,'code':'SERVICE_UNAVAILABLE',"
+                           "'when':'before'}]}}}");
+    fg_response r;
+    issue(s, "va-route-1", "", "va-route-key", &r);
+    assert_error(&r, 503, "SERVICE_UNAVAILABLE");
+    fg_response_fini(&r);
+    ck_assert_uint_eq(ledger_size(s), 0);
+    confirm_fresh(s, "pk_va_route", "order-va-route", 10000, NULL, 0, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    ck_assert_uint_eq(ledger_size(s), 1);
+    stop_server(s);
+}
+END_TEST
+
 START_TEST(test_issue_replays_under_its_idempotency_key_and_orders_are_unique)
 {
     fg_server *s = start_args(NULL, NULL);
@@ -781,6 +801,7 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_issue_answers_waiting_for_deposit_with_its_virtual_account);
     tcase_add_test(tc, test_issue_errors_are_toss_codes_and_change_nothing);
     tcase_add_test(tc, test_issue_replays_under_its_idempotency_key_and_orders_are_unique);
+    tcase_add_test(tc, test_issue_follows_the_virtual_account_route);
     tc = add_tcase(su, "bank", 30);
     tcase_add_test(tc, test_deposit_sends_both_events_with_the_secret_and_a_new_transaction_key);
     tcase_add_test(tc, test_deposit_error_returns_to_waiting_with_both_events);
