@@ -230,7 +230,7 @@ int journal_filter_set(struct journal_filter *f, const char *name, const char *v
                 f->route = i;
                 return 0;
             }
-        snprintf(err, err_len, "route: confirm, cancel, read, default or other");
+        snprintf(err, err_len, "route: confirm, cancel, read, virtual_account, default or other");
         return -1;
     }
     if (strcmp(name, "outcome") == 0) {
