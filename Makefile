@@ -103,11 +103,14 @@ $(BUILD)/client-tests/%: $(BUILD)/obj/client-tests/tests/%.o $(CHECK_MAIN) $(KIT
 run: all
 	$(BUILD)/fakegate $(ARGS)
 
-# One test command: unit suites, then black-box suites against the built binary. Prints each
-# suite's Check summary and a final "N passed, M failed" line; fails on any failure or on 0 checks.
+# One test command: unit suites, then black-box suites against the built binary, then the live
+# page in headless Chromium (client-tests/ui/run: npm ci of its pinned playwright-core into
+# build/ui-test). Prints each suite's Check summary and a final "N passed, M failed" line;
+# fails on any failure or on 0 checks.
 test: deps $(BUILD)/fakegate $(UNIT_BIN) $(BB_BIN)
 	@FAKEGATE_BIN=$(abspath $(BUILD)/fakegate) FAKEGATE_PROFILES=$(abspath profiles) \
-	  SANITIZE=$(SANITIZE) scripts/run-tests $(UNIT_BIN) $(BB_BIN)
+	  SANITIZE=$(SANITIZE) UI_TEST_DIR=$(abspath $(BUILD)/ui-test) \
+	  scripts/run-tests $(UNIT_BIN) $(BB_BIN) client-tests/ui/run
 
 clean:
 	rm -rf build
@@ -184,6 +187,11 @@ $(BUILD)/gen/profiles.inc: scripts/embed-profiles $(PROFILE_JSON)
 
 $(BUILD)/obj/server/src/profile_builtin.o: $(BUILD)/gen/profiles.inc
 $(BUILD)/obj/server/src/profile_builtin.o: TEST_INC := -iquote $(BUILD)/gen
+
+# The live page's files are assembled into ui_assets.o (.incbin, paths from the repository's
+# root): it is rebuilt when any of them changes.
+$(BUILD)/obj/server/src/ui_assets.o: $(wildcard server/ui/*.html server/ui/*.js server/ui/*.css) \
+  $(wildcard server/ui/vendor/*.js server/ui/vendor/*.css server/ui/vendor/*.txt)
 
 PREFIX    ?= /usr/local
 BINDIR    := $(PREFIX)/bin

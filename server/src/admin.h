@@ -52,6 +52,19 @@ enum handler_result admin_requests(struct gateway *g, struct request *r);
 /* GET /metrics: Prometheus text format 0.0.4. Thread: worker. */
 enum handler_result admin_metrics(struct gateway *g, struct request *r);
 
+/* GET /__admin/ui (the live page) and /__admin/ui/{file} (its script, styles and the vendored
+ * uPlot with its licence), from the binary (admin_ui.c); no admin token needed for these, as
+ * they hold no data. An unknown file → 404 NOT_FOUND. Thread: worker. */
+enum handler_result admin_ui(struct gateway *g, struct request *r);
+
+/* GET /__admin/timeline[?seconds=N]: the live page's data (docs/admin.md §5) -- per second of
+ * the last N (1 ... 600, default 120) the requests by route and outcome class, the schedule
+ * phase and the routes whose throttle window was closed; the routes in flight with their
+ * peaks and caps; the profile, seed and phase; for the server scope the tenants' keys (first
+ * 100). With X-Fakegate-Tenant, that tenant's (its counts start the first time it is asked
+ * for: since_ms). A bad N → 400 INVALID_REQUEST. Thread: worker. */
+enum handler_result admin_timeline(struct gateway *g, struct request *r);
+
 /* GET /__admin/report: the retry-behaviour findings over every gateway request since the last
  * reset, with judged_requests, complete [, reason] and since (report_render_state). Always
  * H_RESPOND. Thread: worker. */

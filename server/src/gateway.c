@@ -42,7 +42,7 @@ int gateway_init(struct gateway *g, const struct config *cfg, profile_resolver r
                                                 : REPORT_MAX_IDENTITIES_DEFAULT;
     if (journal_init(&g->journal, 10000) != 0 ||
         report_init(&g->report, max_ids, g->started_unix_us, 1) != 0 ||
-        gateway_tenants_init(g) != 0) {
+        !(g->timeline = timeline_new()) || gateway_tenants_init(g) != 0) {
         profile_free(profile);
         return -1;
     }
@@ -219,10 +219,13 @@ void gateway_reset(struct gateway *g, struct profile *p)
     uint64_t first = atomic_load(&g->journal.first_id);
     int64_t now = now_unix_us();
     report_reset(&g->report, now, first);
+    timeline_clear(g->timeline);
     for (struct tenant *t = gateway_tenant_next(g, NULL); t; t = gateway_tenant_next(g, t)) {
         gateway_tenant_txn(g, t, reset_store, NULL);
         store_attempts_reset(&t->store);
         report_reset(&t->report, now, first);
+        if (atomic_load(&t->timeline))
+            timeline_clear(atomic_load(&t->timeline));
         atomic_store(&t->journal_floor, first);
         gateway_tenant_refresh_locked(g, t);
     }
@@ -280,6 +283,7 @@ void gateway_fini(struct gateway *g)
     gateway_tenants_fini(g);
     journal_fini(&g->journal);
     report_fini(&g->report);
+    timeline_free(g->timeline);
     pthread_mutex_destroy(&g->apply_lock);
     pthread_mutex_destroy(&g->lock);
 }

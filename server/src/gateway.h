@@ -20,6 +20,7 @@
 #include "profile.h"
 #include "report.h"
 #include "store.h"
+#include "timeline.h"
 
 struct request;
 
@@ -49,6 +50,8 @@ struct tenant {
                                       under the store lock, read atomically */
     struct flight flight;          /* its requests in flight: its concurrency caps */
     struct report report;          /* its requests since its last reset, judged */
+    struct timeline *_Atomic timeline; /* its requests per second, made when the live page
+                                      first asks for this tenant (NULL until then) */
     _Atomic uint64_t journal_floor; /* its journal entries below this id were reset away */
     struct applied *own;           /* its own profile (PUT /__admin/profile naming it), newest
                                       first, or NULL: the server's profile */
@@ -74,6 +77,7 @@ struct gateway {
                                       arrived under */
     struct flight flight;          /* in-flight counts per route */
     struct journal journal;        /* the last 10 000 gateway requests */
+    struct timeline *timeline;     /* every gateway request per second (the live page) */
     struct report report;          /* every gateway request since the last reset, judged */
     struct metrics metrics;
     uint64_t generation;           /* bumped by a server-wide reset, under the store lock */

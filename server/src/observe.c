@@ -182,6 +182,11 @@ static void judge(struct gateway *g, struct request *r, const struct journal_ent
     if (count_it && !r->obs.counted) {
         r->obs.counted = true;
         count(&g->metrics, r);
+        enum tl_class c = tl_class_of(r->obs.outcome, r->resp.status);
+        timeline_count(g->timeline, r->arrived_ns, (int)r->route, c);
+        struct timeline *own = r->adm.tenant ? atomic_load(&r->adm.tenant->timeline) : NULL;
+        if (own)
+            timeline_count(own, r->arrived_ns, (int)r->route, c);
     }
     if (r->obs.judged)
         return;

@@ -50,6 +50,8 @@ enum route_kind {
     RK_ADMIN_RESEND,
     RK_ADMIN_CLOCK,
     RK_ADMIN_DEPOSIT,
+    RK_ADMIN_UI,
+    RK_ADMIN_TIMELINE,
     RK_METRICS
 };
 

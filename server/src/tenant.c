@@ -60,6 +60,7 @@ static void tenant_free(struct tenant *t)
     free_applied(t->lives);
     free(t->expiry_held);
     report_fini(&t->report);
+    timeline_free(atomic_load(&t->timeline));
     store_fini(&t->store);
     free(t->key);
     free(t);
@@ -318,6 +319,8 @@ void gateway_reset_tenant(struct gateway *g, struct tenant *t, struct profile *p
     uint64_t next = atomic_load(&g->journal.next_id);
     atomic_store(&t->journal_floor, next);
     report_reset(&t->report, now_unix_us(), next);
+    if (atomic_load(&t->timeline))
+        timeline_clear(atomic_load(&t->timeline));
     pthread_mutex_unlock(&g->apply_lock);
     if (p) {
         gateway_apply_tenant(g, t, p);
