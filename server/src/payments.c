@@ -19,13 +19,14 @@
 #include "body.h"
 #include "common.h"
 #include "observe.h"
+#include "payments_int.h"
 #include "render.h"
 #include "rng.h"
 #include "toss_errors.h"
 
 /* A reset ran since r was admitted: r belongs to the ledger it emptied. Answer it as a gateway
  * that restarted under it would (500), and touch nothing. */
-static enum handler_result straddled(struct request *r)
+enum handler_result pay_straddled(struct request *r)
 {
     r->claim = NULL; /* freed by the reset */
     r->obs.straddled_reset = true;
@@ -55,8 +56,8 @@ static char *render_view_at(struct gateway *g, const struct store *s, const stru
 }
 
 /* render_view_at with every deposit event of a virtual account (its current deposits). */
-static char *render_view(struct gateway *g, const struct store *s, const struct payment *p,
-                         uint32_t cancels, enum pay_status st, size_t *len)
+char *pay_render_view(struct gateway *g, const struct store *s, const struct payment *p,
+                      uint32_t cancels, enum pay_status st, size_t *len)
 {
     return render_view_at(g, s, p, cancels, p->va ? p->va->n_deposits : 0, st, len);
 }
@@ -87,7 +88,7 @@ static void replay(struct gateway *g, struct request *r, const struct idem_recor
     request_respond(r, s->status, body, len);
 }
 
-static void release_claim(struct store *s, struct request *r)
+void pay_release_claim(struct store *s, struct request *r)
 {
     if (r->claim)
         store_idem_release(s, r->claim, r);
@@ -95,7 +96,7 @@ static void release_claim(struct store *s, struct request *r)
 }
 
 /* Complete r's claim with the Payment view (status 200). */
-static void complete_success(struct store *s, struct request *r, struct payment *p)
+void pay_complete_success(struct store *s, struct request *r, struct payment *p)
 {
     r->obs.outcome = OUT_OK;
     if (!r->claim)
@@ -110,8 +111,8 @@ static void complete_success(struct store *s, struct request *r, struct payment 
 /* A business error decided by the ledger: answer it and, if r holds a claim, store it --
  * unless an error fault with commit false will replace the answer: that request was never
  * processed, so its record goes and a resend runs again (docs/idempotency.md §3). */
-static void business_error(struct store *s, struct request *r, const char *code,
-                           const char *ko, const char *en)
+void pay_business_error(struct store *s, struct request *r, const char *code,
+                        const char *ko, const char *en)
 {
     if (ko)
         body_invalid(r, code, ko, en);
@@ -121,7 +122,7 @@ static void business_error(struct store *s, struct request *r, const char *code,
     if (!r->claim)
         return;
     if (answer_fault_uncommits(r)) {
-        release_claim(s, r);
+        pay_release_claim(s, r);
         return;
     }
     struct idem_response resp = {.status = r->resp.status, .en = r->lang_en};
@@ -132,7 +133,7 @@ static void business_error(struct store *s, struct request *r, const char *code,
         store_idem_complete(s, r->claim, r, &resp);
         r->claim = NULL;
     } else {
-        release_claim(s, r);
+        pay_release_claim(s, r);
     }
 }
 
@@ -189,40 +190,40 @@ static bool confirm_checks(struct gateway *g, struct store *s, struct request *r
                                    ? p /* a payment always holds its own orderId */
                                    : store_payment_by_order(s, r->order_id);
     if (by_order && by_order != p) {
-        business_error(s, r, "DUPLICATED_ORDER_ID", NULL, NULL);
+        pay_business_error(s, r, "DUPLICATED_ORDER_ID", NULL, NULL);
         return false;
     }
     if (!p) {
         /* Created at arrival unless strict mode. */
         if (g->cfg->strict_sessions) {
-            business_error(s, r, "NOT_FOUND_PAYMENT_SESSION", NULL, NULL);
+            pay_business_error(s, r, "NOT_FOUND_PAYMENT_SESSION", NULL, NULL);
             return false;
         }
         p = store_create(s, r->payment_key, r->order_id, r->amount, gateway_now_us(g), r, NULL);
         if (!p) {
-            business_error(s, r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL, NULL);
+            pay_business_error(s, r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL, NULL);
             return false;
         }
         r->payment = p;
     }
     if (gateway_expire(g, s, p) || p->status == PAY_ABORTED) {
-        business_error(s, r, "NOT_FOUND_PAYMENT_SESSION", NULL, NULL);
+        pay_business_error(s, r, "NOT_FOUND_PAYMENT_SESSION", NULL, NULL);
         return false;
     }
     if (strcmp(p->order_id, r->order_id) != 0 || p->amount != r->amount) {
-        business_error(s, r, "INVALID_REQUEST", "결제 정보의 금액 또는 주문번호가 일치하지 않습니다.",
+        pay_business_error(s, r, "INVALID_REQUEST", "결제 정보의 금액 또는 주문번호가 일치하지 않습니다.",
                        "amount/orderId does not match the payment");
         return false;
     }
     if (p->status != PAY_IN_PROGRESS) {
-        business_error(s, r, "ALREADY_PROCESSED_PAYMENT", NULL, NULL);
+        pay_business_error(s, r, "ALREADY_PROCESSED_PAYMENT", NULL, NULL);
         return false;
     }
     if (p->processing) {
         /* Transient, like a 409: not stored under this request's key. */
         request_error(r, "ALREADY_PROCESSING_REQUEST", NULL);
         r->obs.outcome = OUT_BUSINESS_ERROR;
-        release_claim(s, r);
+        pay_release_claim(s, r);
         return false;
     }
     p->processing = true;
@@ -259,11 +260,11 @@ static int commit_locked(struct gateway *g, struct store *s, struct request *r, 
     assert(p && p->processing); /* the claim holder's payment, set at its claim */
     p->processing = false;
     if (answer_fault_uncommits(r)) {
-        release_claim(s, r);
+        pay_release_claim(s, r);
         return COMMIT_UNCOMMITTED;
     }
     if (store_approve(s, p, gateway_now_us(g), r) != 0) {
-        release_claim(s, r);
+        pay_release_claim(s, r);
         return COMMIT_FAILED;
     }
     /* Render the answer after unlocking, from a copy: rendering is most of a confirm's work
@@ -279,9 +280,9 @@ static int commit_locked(struct gateway *g, struct store *s, struct request *r, 
         v->copy.cancels = NULL; /* a view with no cancels (render reads view_cancels of them) */
         v->copy.idem_keys = NULL;
     } else {
-        v->body = render_view(g, s, p, 0, PAY_DONE, &v->len);
+        v->body = pay_render_view(g, s, p, 0, PAY_DONE, &v->len);
     }
-    complete_success(s, r, p);
+    pay_complete_success(s, r, p);
     return COMMIT_OK;
 }
 
@@ -290,7 +291,7 @@ static enum handler_result confirm_commit(struct gateway *g, struct request *r)
     struct commit_view v = {.body = NULL};
     int rc = gateway_txn(g, r, commit_locked, &v);
     if (rc == GATEWAY_STRADDLED)
-        return straddled(r);
+        return pay_straddled(r);
     if (rc == COMMIT_FAILED) {
         request_internal(r, "FAILED_INTERNAL_SYSTEM_PROCESSING");
         return H_RESPOND;
@@ -298,7 +299,7 @@ static enum handler_result confirm_commit(struct gateway *g, struct request *r)
     if (rc == COMMIT_UNCOMMITTED)
         return H_RESPOND; /* the error fault answers it on the way out */
     if (v.copied)
-        v.body = render_view(g, &r->adm.tenant->store, &v.copy, 0, PAY_DONE, &v.len);
+        v.body = pay_render_view(g, &r->adm.tenant->store, &v.copy, 0, PAY_DONE, &v.len);
     if (!v.body) {
         /* Out of memory after the commit: the payment is approved (as when an answer is
          * lost), and a replay or GET renders it again. */
@@ -325,7 +326,7 @@ static int cancel_locked(struct gateway *g, struct store *s, struct request *r, 
 {
     struct cancel_result *out = arg;
     if (answer_fault_uncommits(r)) {
-        release_claim(s, r);
+        pay_release_claim(s, r);
         return CANCEL_ANSWERED;
     }
     int64_t now_us = gateway_now_us(g);
@@ -355,7 +356,7 @@ static int cancel_locked(struct gateway *g, struct store *s, struct request *r, 
     else if (r->cancel_amount > p->balance)
         code = "NOT_CANCELABLE_AMOUNT";
     if (code) {
-        business_error(s, r, code, NULL, NULL);
+        pay_business_error(s, r, code, NULL, NULL);
         return CANCEL_ANSWERED;
     }
     int64_t amount = r->cancel_amount ? r->cancel_amount : p->balance;
@@ -367,12 +368,12 @@ static int cancel_locked(struct gateway *g, struct store *s, struct request *r, 
         r->refund_bank = r->refund_account = r->refund_holder = NULL;
     }
     if (store_cancel(s, p, amount, r->cancel_reason, now_us, r) == 0)
-        out->body = render_view(g, s, p, p->n_cancels, p->status, &out->len);
+        out->body = pay_render_view(g, s, p, p->n_cancels, p->status, &out->len);
     if (!out->body) {
-        release_claim(s, r);
+        pay_release_claim(s, r);
         return CANCEL_FAILED;
     }
-    complete_success(s, r, p);
+    pay_complete_success(s, r, p);
     return CANCEL_DONE;
 }
 
@@ -381,7 +382,7 @@ static enum handler_result cancel_commit(struct gateway *g, struct request *r)
     struct cancel_result res = {NULL, 0};
     int rc = gateway_txn(g, r, cancel_locked, &res);
     if (rc == GATEWAY_STRADDLED)
-        return straddled(r); /* the payment it was for is gone (docs/admin.md §5 reset) */
+        return pay_straddled(r); /* the payment it was for is gone (docs/admin.md §5 reset) */
     if (rc == CANCEL_FAILED)
         request_internal(r, "FAILED_INTERNAL_SYSTEM_PROCESSING");
     else if (rc == CANCEL_DONE)
@@ -476,7 +477,7 @@ static enum handler_result transactions_now(struct gateway *g, struct request *r
     if (rc == GATEWAY_STRADDLED) {
         buf_fini(&q.b);
         free(start_s), free(end_s), free(after), free(limit_s);
-        return straddled(r);
+        return pay_straddled(r);
     }
     if (rc < 0) {
         request_error(r, "INVALID_TRANSACTION_KEY", NULL);
@@ -513,20 +514,20 @@ static int read_locked(struct gateway *g, struct store *s, struct request *r, vo
     if (!p)
         return -1;
     gateway_expire(g, s, p);
-    out->body = render_view(g, s, p, p->n_cancels, p->status, &out->len);
+    out->body = pay_render_view(g, s, p, p->n_cancels, p->status, &out->len);
     return 0;
 }
 
 static enum handler_result read_now(struct gateway *g, struct request *r)
 {
     if (tenant_generation(r->adm.tenant) != r->adm.generation)
-        return straddled(r);
+        return pay_straddled(r);
     if (r->kind == RK_TRANSACTIONS)
         return transactions_now(g, r);
     struct read_result res = {NULL, 0};
     int rc = gateway_txn(g, r, read_locked, &res);
     if (rc == GATEWAY_STRADDLED)
-        return straddled(r);
+        return pay_straddled(r);
     if (rc < 0) {
         request_error(r, "NOT_FOUND_PAYMENT", NULL);
         r->obs.outcome = OUT_BUSINESS_ERROR;
@@ -545,15 +546,13 @@ static bool is_read(const struct request *r)
     return r->kind == RK_GET_PAYMENT || r->kind == RK_GET_ORDER || r->kind == RK_TRANSACTIONS;
 }
 
-static enum handler_result va_commit(struct gateway *g, struct request *r);
-
 /* The end of the processing latency: commit (confirm, cancel, virtual-account issue) or read. */
 static enum handler_result finish(struct gateway *g, struct request *r)
 {
     if (r->kind == RK_CANCEL)
         return cancel_commit(g, r);
     if (r->kind == RK_VIRTUAL_ACCOUNT)
-        return va_commit(g, r);
+        return pay_va_commit(g, r);
     if (r->kind == RK_CONFIRM)
         return confirm_commit(g, r);
     return read_now(g, r);
@@ -579,7 +578,7 @@ static enum handler_result leave_queue(struct gateway *g, struct request *r, boo
         return H_RESPOND;
     }
     if (tenant_generation(r->adm.tenant) != r->adm.generation)
-        return straddled(r);
+        return pay_straddled(r);
     if (answer_fault_before(r)) {
         observe_fault(g, r);
         return H_RESPOND;
@@ -600,7 +599,7 @@ static enum handler_result leave_queue(struct gateway *g, struct request *r, boo
     int rc = gateway_txn(g, r, claim_locked, &a);
     free(scope);
     if (rc == GATEWAY_STRADDLED)
-        return straddled(r);
+        return pay_straddled(r);
     return rc ? process(g, r) : H_RESPOND;
 }
 
@@ -645,7 +644,7 @@ static void plan(struct gateway *g, struct request *r, const char *identity)
 }
 
 /* Queue the planned request: hold for queue_latency, or leave the queue now. */
-static enum handler_result enqueue(struct gateway *g, struct request *r)
+enum handler_result pay_enqueue(struct gateway *g, struct request *r)
 {
     r->phase = PH_QUEUED;
     r->hold_until_ns = r->received_ns + ms_to_ns(r->queue_latency_ms);
@@ -655,7 +654,7 @@ static enum handler_result enqueue(struct gateway *g, struct request *r)
 }
 
 /* Plan r, unless a reset ran since it was admitted (it would count in the new attempts). */
-static bool plan_current(struct gateway *g, struct request *r, const char *identity)
+bool pay_plan_current(struct gateway *g, struct request *r, const char *identity)
 {
     if (tenant_generation(r->adm.tenant) != r->adm.generation)
         return false;
@@ -665,7 +664,7 @@ static bool plan_current(struct gateway *g, struct request *r, const char *ident
 
 /* TossPayments-Test-Code with a test_ key forces that error at once: nothing is stored and the
  * ledger is untouched (docs/api.md §2.5). Returns true if r is answered. */
-static bool test_code(struct request *r)
+bool pay_test_code(struct request *r)
 {
     if (!r->test_code || strncmp(r->adm.secret_key, "test_", 5) != 0)
         return false;
@@ -699,7 +698,7 @@ static bool below_minimum(struct request *r)
 /* A request answered before its plan (a test code, an invalid field): journal what identifies
  * it and its body, so the report can tell when the same request is sent again after this 4xx
  * (retried_4xx). */
-static enum handler_result unplanned(struct gateway *g, struct request *r, struct body *b)
+enum handler_result pay_unplanned(struct gateway *g, struct request *r, struct body *b)
 {
     const char *order_id, *payment_key;
     uint64_t hash;
@@ -733,14 +732,14 @@ enum handler_result payments_confirm(struct gateway *g, struct request *r)
     struct body *b = body_parse(r);
     if (!b)
         return H_RESPOND;
-    if (test_code(r) || !body_confirm(r, b) || below_minimum(r))
-        return unplanned(g, r, b);
+    if (pay_test_code(r) || !body_confirm(r, b) || below_minimum(r))
+        return pay_unplanned(g, r, b);
     body_free(b);
-    if (!plan_current(g, r, r->adm.idem_key ? r->adm.idem_key : r->order_id))
-        return straddled(r);
+    if (!pay_plan_current(g, r, r->adm.idem_key ? r->adm.idem_key : r->order_id))
+        return pay_straddled(r);
     if (gateway_txn(g, r, arrive_locked, NULL) == GATEWAY_STRADDLED)
         r->payment = NULL; /* it will be answered 500 when it leaves its queue */
-    return enqueue(g, r);
+    return pay_enqueue(g, r);
 }
 
 enum handler_result payments_cancel(struct gateway *g, struct request *r)
@@ -748,25 +747,25 @@ enum handler_result payments_cancel(struct gateway *g, struct request *r)
     struct body *b = body_parse(r);
     if (!b)
         return H_RESPOND;
-    if (test_code(r) || !body_cancel(r, b))
-        return unplanned(g, r, b);
+    if (pay_test_code(r) || !body_cancel(r, b))
+        return pay_unplanned(g, r, b);
     body_free(b);
     r->payment_key = strdup(r->path_param);
     if (!r->payment_key) {
         request_internal(r, "FAILED_INTERNAL_SYSTEM_PROCESSING");
         return H_RESPOND;
     }
-    if (!plan_current(g, r, r->adm.idem_key ? r->adm.idem_key : r->payment_key))
-        return straddled(r);
-    return enqueue(g, r);
+    if (!pay_plan_current(g, r, r->adm.idem_key ? r->adm.idem_key : r->payment_key))
+        return pay_straddled(r);
+    return pay_enqueue(g, r);
 }
 
 enum handler_result payments_read(struct gateway *g, struct request *r)
 {
     /* A transactions query has no key in its path: its identity is the path. */
-    if (!plan_current(g, r, r->path_param ? r->path_param : r->path))
-        return straddled(r);
-    return enqueue(g, r);
+    if (!pay_plan_current(g, r, r->path_param ? r->path_param : r->path))
+        return pay_straddled(r);
+    return pay_enqueue(g, r);
 }
 
 enum handler_result payments_on_deadline(struct gateway *g, struct request *r, bool draining)
@@ -779,7 +778,7 @@ enum handler_result payments_on_deadline(struct gateway *g, struct request *r, b
 /* --- registered sessions (POST /__admin/sessions) ---------------------------------------- */
 
 /* A paymentKey in Toss's current style: tgen_ + yyyyMMddHHmmss (Korea time) + 5 characters. */
-static void session_key(struct gateway *g, uint64_t n, char out[32])
+void pay_session_key(struct gateway *g, uint64_t n, char out[32])
 {
     static const char alnum[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
     char t[32];
@@ -805,7 +804,7 @@ static int session_locked(struct gateway *g, struct store *s, struct request *r,
     struct session_args *a = arg;
     char key[32];
     if (!a->payment_key) {
-        session_key(g, store_ledger(s)->next_id, key);
+        pay_session_key(g, store_ledger(s)->next_id, key);
         a->payment_key = key;
     }
     struct payment *p = store_create(s, a->payment_key, a->order_id, a->amount, gateway_now_us(g),
@@ -816,7 +815,7 @@ static int session_locked(struct gateway *g, struct store *s, struct request *r,
     p->registered = true;
     if (a->order_name)
         p->order_name = strdup(a->order_name);
-    a->body = render_view(g, s, p, 0, PAY_IN_PROGRESS, &a->len);
+    a->body = pay_render_view(g, s, p, 0, PAY_IN_PROGRESS, &a->len);
     return 0;
 }
 
@@ -847,168 +846,5 @@ enum handler_result payments_register_session(struct gateway *g, struct request 
         request_internal(r, "FAILED_INTERNAL_SYSTEM_PROCESSING");
     else
         request_respond(r, 200, a.body, a.len);
-    return H_RESPOND;
-}
-
-/* --- virtual accounts (docs/virtual-accounts.md §6.6) -------------------------------------- */
-
-struct va_result {
-    char *body;
-    size_t len;
-};
-
-enum { VA_DONE = 0, VA_ANSWERED, VA_FAILED };
-
-/* The issue's commit: the orderId is free, so the account is made WAITING_FOR_DEPOSIT with its
- * due date counted from now; its business errors are decided here, as a cancel's are. */
-static int va_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
-{
-    struct va_result *out = arg;
-    if (answer_fault_uncommits(r)) {
-        release_claim(s, r);
-        return VA_ANSWERED;
-    }
-    if (store_payment_by_order(s, r->order_id)) {
-        business_error(s, r, "DUPLICATED_ORDER_ID", NULL, NULL);
-        return VA_ANSWERED;
-    }
-    int64_t now_us = gateway_now_us(g);
-    char key[32];
-    session_key(g, store_ledger(s)->next_id, key);
-    if (!r->va->due_at_us)
-        r->va->due_at_us = now_us + r->va_valid_us;
-    enum ledger_create_result why;
-    struct payment *p = store_create_va(s, key, r->order_id, r->amount, r->order_name, r->va,
-                                        now_us, r, &why);
-    if (!p) {
-        if (why == LEDGER_ORDER_TAKEN) {
-            business_error(s, r, "DUPLICATED_ORDER_ID", NULL, NULL);
-            return VA_ANSWERED;
-        }
-        release_claim(s, r);
-        return VA_FAILED;
-    }
-    r->va = NULL; /* the ledger's now */
-    out->body = render_view(g, s, p, 0, p->status, &out->len);
-    if (!out->body) {
-        release_claim(s, r);
-        return VA_FAILED;
-    }
-    complete_success(s, r, p);
-    return VA_DONE;
-}
-
-static enum handler_result va_commit(struct gateway *g, struct request *r)
-{
-    struct va_result res = {NULL, 0};
-    int rc = gateway_txn(g, r, va_locked, &res);
-    if (rc == GATEWAY_STRADDLED)
-        return straddled(r);
-    if (rc == VA_FAILED)
-        request_internal(r, "FAILED_INTERNAL_SYSTEM_PROCESSING");
-    else if (rc == VA_DONE)
-        request_respond(r, 200, res.body, res.len);
-    return H_RESPOND;
-}
-
-enum handler_result payments_virtual_account(struct gateway *g, struct request *r)
-{
-    struct body *b = body_parse(r);
-    if (!b)
-        return H_RESPOND;
-    if (test_code(r) || !body_virtual_account(r, b, gateway_now_us(g)))
-        return unplanned(g, r, b);
-    body_free(b);
-    if (!plan_current(g, r, r->adm.idem_key ? r->adm.idem_key : r->order_id))
-        return straddled(r);
-    return enqueue(g, r);
-}
-
-struct deposit_args {
-    const char *order_id, *account_number;
-    int64_t amount;
-    bool error;                    /* deposit-error */
-    const char *code, *ko, *en;    /* the refusal, or NULL */
-    char *body;
-    size_t len;
-};
-
-/* The virtual account a deposit names: by orderId, else by its account number (the newest
- * one with that number). */
-static struct payment *deposit_target(struct store *s, const struct deposit_args *a)
-{
-    if (a->order_id)
-        return store_payment_by_order(s, a->order_id);
-    for (size_t i = store_payment_count(s); i-- > 0;) {
-        struct payment *p = store_payment_at(s, i);
-        if (p->va && strcmp(p->va->account_number, a->account_number) == 0)
-            return p;
-    }
-    return NULL;
-}
-
-static int deposit_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
-{
-    (void)r;
-    struct deposit_args *a = arg;
-    struct payment *p = deposit_target(s, a);
-    if (!p || !p->va) {
-        a->code = "NOT_FOUND_PAYMENT";
-        return -1;
-    }
-    gateway_expire(g, s, p);
-    a->code = "INVALID_REQUEST";
-    if (a->error) {
-        if (p->status != PAY_DONE) {
-            a->ko = "입금 완료된 가상계좌가 아닙니다.";
-            a->en = "the virtual account has no deposit to undo (status is not DONE)";
-            return -1;
-        }
-    } else if (p->status == PAY_EXPIRED) {
-        a->ko = "입금 기한이 지난 가상계좌입니다.";
-        a->en = "the virtual account's due date has passed";
-        return -1;
-    } else if (p->status != PAY_WAITING_FOR_DEPOSIT) {
-        a->ko = "입금 대기 중인 가상계좌가 아닙니다.";
-        a->en = "the virtual account is not waiting for a deposit";
-        return -1;
-    } else if (a->amount != p->amount) {
-        a->ko = "입금 금액이 결제 금액과 일치하지 않습니다.";
-        a->en = "amount: a virtual account takes exactly its payment's amount";
-        return -1;
-    }
-    a->code = NULL;
-    if (store_deposit(s, p, a->error, gateway_now_us(g), NULL) != 0)
-        return -2;
-    a->body = render_view(g, s, p, p->n_cancels, p->status, &a->len);
-    return a->body ? 0 : -2;
-}
-
-enum handler_result payments_admin_deposit(struct gateway *g, struct request *r)
-{
-    struct body *b = body_parse(r);
-    if (!b)
-        return H_RESPOND;
-    struct deposit_args a = {.error = strstr(r->path, "deposit-error") != NULL};
-    if (!body_deposit(r, b, &a.order_id, &a.account_number, &a.amount)) {
-        body_free(b);
-        return H_RESPOND;
-    }
-    /* Its tenant: the one X-Fakegate-Tenant names, else the default one (docs/tenants.md §9). */
-    struct tenant *t;
-    if (!admin_tenant(g, r, false, &t)) {
-        body_free(b);
-        return H_RESPOND;
-    }
-    int rc = gateway_tenant_txn(g, t ? t : gateway_tenant_next(g, NULL), deposit_locked, &a);
-    body_free(b);
-    if (rc == 0)
-        request_respond(r, 200, a.body, a.len);
-    else if (a.code && a.ko)
-        body_invalid(r, a.code, a.ko, a.en);
-    else if (a.code)
-        request_error(r, a.code, NULL);
-    else
-        request_internal(r, "FAILED_INTERNAL_SYSTEM_PROCESSING");
     return H_RESPOND;
 }

@@ -1,4 +1,5 @@
-/* webhook.c -- receivers, deliveries and the dispatcher thread (see webhook.h).
+/* webhook.c -- receivers, deliveries and the dispatcher thread (see webhook.h); the
+ * journal's filing and bookkeeping and the admin calls are in webhook_journal.c.
  *
  * A payment event goes: store (under the store lock, where its identifiers and view are
  * copied) → inbox (leaf lock) → the dispatcher, which checks the event's ledger generation →
@@ -29,8 +30,8 @@
 #include "ledger.h"
 #include "render.h"
 #include "request.h"
-#include "rng.h"
 #include "store.h"
+#include "webhook_int.h"
 
 #define MAX_ATTEMPTS 8          /* scheduled attempts before a delivery is failed [Toss] */
 #define MAX_IN_FLIGHT 64        /* attempts on the wire at once; the rest wait their turn */
@@ -43,53 +44,9 @@
 #define INBOX_WAIT_NS (2 * NS_PER_MS)
 #define INBOX_BATCH 512
 #define IDLE_WAIT_MS 1000
-#define RNG_ROUTE_WEBHOOK 64    /* rng_seed_request's route for webhook decisions (no route's) */
 
 /* Minutes between a failed attempt and the next [Toss developer guide, webhooks]. */
 static const int64_t RETRY_MIN[MAX_ATTEMPTS - 1] = {1, 4, 16, 64, 256, 1024, 4096};
-
-enum event_type { EV_PAYMENT_STATUS_CHANGED = 0, EV_DEPOSIT_CALLBACK, EV_TYPES };
-static const char *const EVENT_TYPE_NAMES[EV_TYPES] = {"PAYMENT_STATUS_CHANGED",
-                                                       "DEPOSIT_CALLBACK"};
-static const char *const STATUS_NAMES[] = {"pending", "delivered", "failed", "dropped"};
-
-/* An event as the store announced it, waiting in the inbox to be filed. */
-struct inbound {
-    struct event *ev;              /* the inbox's reference (refs 1) */
-    uint32_t seq;
-    const struct webhook_faults *faults; /* the profile's, alive until exit */
-    uint64_t seed;
-};
-
-/* One event, shared by its deliveries (refcounted under the webhooks lock). Its body is
- * rendered when an attempt or the journal first needs it (under the store lock, from the
- * payment and the view below), so an event that waits -- behind a receiver that never answers,
- * say -- holds ~150 bytes, not a 1.3 KB Payment: memory a run keeps is paid for in page faults,
- * and on a virtual machine one costs ~13 µs (a third of a confirm's CPU) to first touch. */
-struct event {
-    unsigned refs;
-    bool unrenderable;          /* its ledger is gone or rendering ran out of memory */
-    bool wanted;                /* on w->need */
-    enum event_type type;
-    struct tenant *tenant;
-    uint64_t generation;
-    const struct payment *payment; /* valid while `generation` is its tenant's */
-    uint32_t view_cancels, view_deposits;
-    enum pay_status view_status;
-    int64_t at_us;
-    char *payment_key, *order_id; /* in one allocation with the event */
-    char *body;                 /* the JSON sent, malloc'd; NULL until rendered */
-    size_t body_len;
-    char tx_key[33];            /* the transaction the event is about, or "" */
-};
-
-struct attempt {
-    int64_t at_us;              /* business time it started */
-    uint32_t retried_count;
-    int http_status;            /* 0: none received */
-    double duration_ms;
-    char *error;                /* owned, or NULL */
-};
 
 /* An attempt on the wire: kept apart from its delivery, which lives in the journal far longer
  * (at most MAX_IN_FLIGHT transfers exist at once; thousands of deliveries may wait). */
@@ -101,102 +58,9 @@ struct transfer {
     char errbuf[CURL_ERROR_SIZE];
 };
 
-struct delivery {
-    uint64_t id;
-    struct event *ev;
-    char *url;                  /* owned */
-    bool success_2xx;
-    char transmission_id[35];   /* whtrans_ + 26 */
-    enum delivery_status status;
-    uint64_t duplicate_of;      /* 0: an original */
-    uint32_t version;           /* timer entries of another version are stale */
-    int64_t due_mono_ns;        /* first attempt due (real clock); 0 once started */
-    int64_t due_biz_us;         /* next retry due (gateway clock); 0 when none */
-    int64_t sched_base_us;      /* business time the last scheduled attempt was due */
-    uint32_t n_sched;           /* scheduled attempts made */
-    bool in_flight, due_wanted;
-    uint32_t resends_wanted;    /* resends asked for while an attempt was in flight */
-    bool cur_resend;            /* the attempt in flight is a resend */
-    enum delivery_status before_resend;
-    bool orphan;                /* dropped by a reset while in flight */
-    bool orphan_listed;         /* ...and on w->orphans (freed there), else freed when it ends */
-    char *note;                 /* why it failed without a last attempt, or NULL */
-    struct attempt *attempts;
-    uint32_t n_attempts;
-    size_t cap_attempts;
-    struct delivery *pend_prev, *pend_next;
-    struct transfer *xfer;      /* the attempt in flight (owned), or NULL */
-};
-
-struct timer {
-    int64_t due;
-    uint64_t id;
-    uint32_t version;
-};
-
-struct heap {
-    struct timer *t;
-    size_t n, cap;
-};
-
-/* A receiver list and its success rule. */
-struct receivers {
-    struct tenant *tenant;       /* whose own list (NULL: the server's) */
-    char *urls[WEBHOOK_MAX_RECEIVERS];
-    size_t n;
-    bool success_2xx;
-    struct receivers *next;
-};
-
-struct webhooks {
-    struct gateway *g;
-    bool quiet;
-    size_t max_pending;
-    pthread_t thread;
-    _Atomic bool stop;
-    CURLM *multi;                /* driven by curl_multi_socket_action over `epfd` */
-    int epfd;                    /* the transfers' sockets and `wakefd` */
-    int wakefd;                  /* an eventfd: written to wake the thread */
-    int64_t curl_due_ns;         /* libcurl's own timer (CURLMOPT_TIMERFUNCTION); 0: none */
-
-    pthread_mutex_t inbox_lock;  /* leaf: taken under the store lock */
-    struct inbound *inbox;
-    size_t n_inbox, cap_inbox;
-    struct inbound *spare;       /* the dispatcher's: the last batch's array, kept for reuse */
-    size_t cap_spare;
-    int64_t inbox_since_ns;      /* when the oldest event waiting arrived */
-    struct buf scratch;          /* the dispatcher's: one body at a time, rendered */
-    struct event **need_spare;   /* the dispatcher's: the last render_needed's array */
-    size_t cap_need_spare;
-    atomic_size_t n_receivers;   /* receivers anywhere (the server's, and tenants' own): read
-                                    without a lock by the store's subscriber */
-
-    pthread_mutex_t lock;        /* everything below */
-    struct receivers server;     /* --webhook-url, PUT /__admin/webhooks */
-    struct receivers *own;       /* tenants' own (PUT naming one), in a list */
-    struct delivery **all;       /* the journal, id order */
-    size_t n_all, cap_all;
-    uint64_t next_id, next_event;
-    struct delivery *pend_head, *pend_tail;
-    size_t n_pending;
-    struct heap real, biz;       /* first attempts (mono ns), retries (business µs) */
-    uint64_t *resends;           /* ids asked for by POST .../resend */
-    size_t n_resends, cap_resends;
-    struct event **need;         /* events whose bodies start_due wants (a reference each) */
-    size_t n_need, cap_need;
-    struct delivery **orphans;   /* dropped by a reset while in flight */
-    size_t n_orphans, cap_orphans;
-    size_t n_in_flight;
-    uint64_t attempts_total[EV_TYPES][4]; /* [type][delivered, failed, dropped, duplicated] */
-    uint64_t evicted_total;
-};
-
-enum { RES_DELIVERED = 0, RES_FAILED, RES_DROPPED, RES_DUPLICATED };
-static const char *const RESULT_NAMES[] = {"delivered", "failed", "dropped", "duplicated"};
-
 /* ---- small helpers --------------------------------------------------------------------------- */
 
-static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
+bool wh_grow(void **arr, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return true;
@@ -237,9 +101,9 @@ static void fmt_created_at(int64_t us, char out[40])
 
 /* ---- timers ---------------------------------------------------------------------------------- */
 
-static bool heap_push(struct heap *h, int64_t due, uint64_t id, uint32_t version)
+bool wh_heap_push(struct heap *h, int64_t due, uint64_t id, uint32_t version)
 {
-    if (!grow((void **)&h->t, &h->cap, h->n + 1, sizeof *h->t))
+    if (!wh_grow((void **)&h->t, &h->cap, h->n + 1, sizeof *h->t))
         return false;
     size_t i = h->n++;
     while (i > 0 && h->t[(i - 1) / 2].due > due) {
@@ -250,7 +114,7 @@ static bool heap_push(struct heap *h, int64_t due, uint64_t id, uint32_t version
     return true;
 }
 
-static void heap_sift_down(struct heap *h, size_t i)
+void wh_heap_sift_down(struct heap *h, size_t i)
 {
     struct timer x = h->t[i];
     for (;;) {
@@ -271,212 +135,7 @@ static void heap_pop(struct heap *h)
 {
     h->t[0] = h->t[--h->n];
     if (h->n)
-        heap_sift_down(h, 0);
-}
-
-/* ---- the journal ----------------------------------------------------------------------------- */
-
-static struct delivery *find(struct webhooks *w, uint64_t id)
-{
-    size_t lo = 0, hi = w->n_all;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (w->all[mid]->id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < w->n_all && w->all[lo]->id == id ? w->all[lo] : NULL;
-}
-
-static void event_unref(struct event *e)
-{
-    if (e && --e->refs == 0) {
-        free(e->body);
-        free(e); /* its strings are in the same allocation */
-    }
-}
-
-static void delivery_free(struct delivery *d)
-{
-    for (uint32_t i = 0; i < d->n_attempts; i++)
-        free(d->attempts[i].error);
-    free(d->attempts);
-    event_unref(d->ev);
-    free(d->url);
-    free(d->note);
-    free(d);
-}
-
-static void pending_add(struct webhooks *w, struct delivery *d)
-{
-    d->status = DELIVERY_PENDING;
-    d->pend_prev = w->pend_tail;
-    d->pend_next = NULL;
-    if (w->pend_tail)
-        w->pend_tail->pend_next = d;
-    else
-        w->pend_head = d;
-    w->pend_tail = d;
-    w->n_pending++;
-}
-
-/* Leave the pending list with status `st`; every timer of d goes stale. */
-static void settle(struct webhooks *w, struct delivery *d, enum delivery_status st)
-{
-    if (d->status == DELIVERY_PENDING) {
-        if (d->pend_prev)
-            d->pend_prev->pend_next = d->pend_next;
-        else
-            w->pend_head = d->pend_next;
-        if (d->pend_next)
-            d->pend_next->pend_prev = d->pend_prev;
-        else
-            w->pend_tail = d->pend_prev;
-        d->pend_prev = d->pend_next = NULL;
-        w->n_pending--;
-    }
-    d->status = st;
-    d->version++;
-    d->due_mono_ns = 0;
-    d->due_biz_us = 0;
-}
-
-/* Keep the last WEBHOOK_JOURNAL deliveries, and every pending or in-flight one. */
-static void trim(struct webhooks *w)
-{
-    if (w->n_all <= WEBHOOK_JOURNAL + WEBHOOK_JOURNAL / 8)
-        return;
-    size_t excess = w->n_all - WEBHOOK_JOURNAL, keep = 0;
-    for (size_t i = 0; i < w->n_all; i++) {
-        struct delivery *d = w->all[i];
-        if (excess > 0 && d->status != DELIVERY_PENDING && !d->in_flight) {
-            delivery_free(d);
-            excess--;
-        } else {
-            w->all[keep++] = d;
-        }
-    }
-    w->n_all = keep;
-}
-
-/* ---- filing deliveries ----------------------------------------------------------------------- */
-
-static void transmission_id(uint64_t salt, uint64_t n, char out[35])
-{
-    static const char b32[] = "abcdefghijklmnopqrstuvwxyz234567";
-    uint64_t st = salt ^ mix64(n);
-    memcpy(out, "whtrans_", 8);
-    uint64_t v = splitmix64(&st);
-    for (int i = 0; i < 26; i++) {
-        if (i == 12)
-            v = splitmix64(&st);
-        out[8 + i] = b32[v & 31];
-        v >>= 5;
-    }
-    out[34] = '\0';
-}
-
-/* The oldest pending delivery is failed to make room (the bound of --webhook-max-pending). */
-static void evict_oldest(struct webhooks *w)
-{
-    struct delivery *d = w->pend_head;
-    char note[160];
-    snprintf(note, sizeof note,
-             "evicted: more than %zu deliveries pending (--webhook-max-pending)", w->max_pending);
-    free(d->note);
-    d->note = strdup(note);
-    settle(w, d, DELIVERY_FAILED);
-    w->evicted_total++;
-}
-
-static struct delivery *file_one(struct webhooks *w, struct event *e,
-                                 const struct receivers *rx, const char *url,
-                                 const char tid[35], uint64_t duplicate_of)
-{
-    struct delivery *d = calloc(1, sizeof *d);
-    if (!d || !(d->url = strdup(url)) ||
-        !grow((void **)&w->all, &w->cap_all, w->n_all + 1, sizeof *w->all)) {
-        if (d)
-            delivery_free(d);
-        return NULL;
-    }
-    d->id = ++w->next_id;
-    d->ev = e;
-    e->refs++;
-    d->success_2xx = rx->success_2xx;
-    memcpy(d->transmission_id, tid, 35);
-    d->duplicate_of = duplicate_of;
-    w->all[w->n_all++] = d;
-    return d;
-}
-
-/* The receivers of tenant t's events (lock held): its own list if it set one, else the
- * server's. With `create`, t's own list (made empty if it had none), or NULL on OOM. */
-static struct receivers *receivers_of(struct webhooks *w, const struct tenant *t, bool create)
-{
-    if (!t)
-        return &w->server;
-    for (struct receivers *x = w->own; x; x = x->next)
-        if (x->tenant == t)
-            return x;
-    if (!create)
-        return &w->server;
-    struct receivers *x = calloc(1, sizeof *x);
-    if (x) {
-        x->tenant = (struct tenant *)t;
-        x->next = w->own;
-        w->own = x;
-    }
-    return x;
-}
-
-/* One delivery per receiver for event `e` (webhooks lock held), each with its fault drawn. */
-static void file_event(struct webhooks *w, struct event *e, const struct inbound *in)
-{
-    int64_t now = now_mono_ns();
-    uint64_t salt = mix64(w->g->instance_id ^ 0x77686b73u); /* "whks": per process */
-    uint64_t n_event = w->next_event++;
-    const struct receivers *rx = receivers_of(w, e->tenant, false);
-    for (size_t i = 0; i < rx->n; i++) {
-        struct rng rng;
-        rng_seed_request(&rng, in->seed,
-                         RNG_ROUTE_WEBHOOK + (int)(e->type * WEBHOOK_MAX_RECEIVERS + i),
-                         e->payment_key,
-                         strlen(e->payment_key), in->seq);
-        double u = rng_uniform01(&rng);
-        const struct webhook_faults *f = in->faults;
-        char tid[35];
-        transmission_id(salt, n_event * WEBHOOK_MAX_RECEIVERS + i, tid);
-        struct delivery *d = file_one(w, e, rx, rx->urls[i], tid, 0);
-        if (!d)
-            continue;
-        if (f && u < f->drop_p) {
-            d->status = DELIVERY_DROPPED;
-            w->attempts_total[e->type][RES_DROPPED]++;
-            continue;
-        }
-        bool dup = f && u < f->drop_p + f->duplicate_p;
-        double delay_ms = f ? latency_sample_ms(&f->delay, &rng) : 0;
-        double after_ms = dup ? latency_sample_ms(&f->duplicate_after, &rng) : 0;
-        for (int k = 0; k < (dup ? 2 : 1); k++) {
-            struct delivery *x = k == 0 ? d : file_one(w, e, rx, rx->urls[i], tid, d->id);
-            if (!x)
-                break;
-            if (w->n_pending >= w->max_pending)
-                evict_oldest(w);
-            pending_add(w, x);
-            x->due_mono_ns = now + (int64_t)((delay_ms + (k ? after_ms : 0)) * 1e6);
-            if (!heap_push(&w->real, x->due_mono_ns, x->id, x->version)) {
-                free(x->note);
-                x->note = strdup("out of memory");
-                settle(w, x, DELIVERY_FAILED);
-            }
-            if (k)
-                w->attempts_total[e->type][RES_DUPLICATED]++;
-        }
-    }
-    trim(w);
+        wh_heap_sift_down(h, 0);
 }
 
 /* ---- the event loop: epoll over libcurl's sockets ------------------------------------------ */
@@ -485,7 +144,7 @@ static void file_event(struct webhooks *w, struct event *e, const struct inbound
  * hangs 64 transfers costs nothing while it hangs (curl_multi_perform would poll each one on
  * every pass). */
 
-static void wake(struct webhooks *w)
+void wh_wake(struct webhooks *w)
 {
     uint64_t one = 1;
     ssize_t n = write(w->wakefd, &one, sizeof one); /* fails only when already signalled */
@@ -524,7 +183,7 @@ static void inbox_add(struct webhooks *w, const struct inbound *in)
 {
     pthread_mutex_lock(&w->inbox_lock);
     bool first = w->n_inbox == 0, full = false;
-    bool queued = grow((void **)&w->inbox, &w->cap_inbox, w->n_inbox + 1, sizeof *w->inbox);
+    bool queued = wh_grow((void **)&w->inbox, &w->cap_inbox, w->n_inbox + 1, sizeof *w->inbox);
     if (queued) {
         w->inbox[w->n_inbox++] = *in;
         full = w->n_inbox == INBOX_BATCH;
@@ -533,9 +192,9 @@ static void inbox_add(struct webhooks *w, const struct inbound *in)
         w->inbox_since_ns = now_mono_ns();
     pthread_mutex_unlock(&w->inbox_lock);
     if (!queued)
-        event_unref(in->ev); /* out of memory: the event is lost, as any allocation's */
+        wh_event_unref(in->ev); /* out of memory: the event is lost, as any allocation's */
     if (first || full) /* the dispatcher wakes once per batch, not once per event */
-        wake(w);
+        wh_wake(w);
 }
 
 /* A virtual account's transition that its bank announces with DEPOSIT_CALLBACK
@@ -685,7 +344,7 @@ static int bodies_locked(struct gateway *g, struct store *s, struct request *r, 
  * whose ledger is gone (or out of memory) is marked unrenderable. The caller holds a
  * reference on each, and neither the webhooks lock nor the store lock. `scratch` is the
  * calling thread's. */
-static void ensure_bodies(struct webhooks *w, struct event **ev, size_t n, struct buf *scratch)
+void wh_ensure_bodies(struct webhooks *w, struct event **ev, size_t n, struct buf *scratch)
 {
     for (size_t at = 0; at < n; at += LOCK_CHUNK) {
         size_t k = n - at < LOCK_CHUNK ? n - at : LOCK_CHUNK;
@@ -731,8 +390,8 @@ static void drain_inbox(struct webhooks *w, int64_t *wait_ms)
     for (size_t i = 0; i < n; i++) {
         struct event *e = in[i].ev;
         if (e->generation == tenant_generation(e->tenant))
-            file_event(w, e, &in[i]);
-        event_unref(e); /* the inbox's reference */
+            wh_file_event(w, e, &in[i]);
+        wh_event_unref(e); /* the inbox's reference */
     }
     pthread_mutex_unlock(&w->lock);
     w->spare = in;
@@ -756,11 +415,11 @@ static void start_attempt(struct webhooks *w, struct delivery *d, bool resend)
         if (d->status == DELIVERY_PENDING) {
             free(d->note);
             d->note = strdup("its payment could not be rendered (reset, or out of memory)");
-            settle(w, d, DELIVERY_FAILED);
+            wh_settle(w, d, DELIVERY_FAILED);
         }
         return;
     }
-    if (!grow((void **)&d->attempts, &d->cap_attempts, d->n_attempts + 1, sizeof *d->attempts))
+    if (!wh_grow((void **)&d->attempts, &d->cap_attempts, d->n_attempts + 1, sizeof *d->attempts))
         return;
     int64_t now_us = gateway_now_us(w->g);
     struct attempt *a = &d->attempts[d->n_attempts];
@@ -819,7 +478,7 @@ static void start_attempt(struct webhooks *w, struct delivery *d, bool resend)
     }
     if (d->status != DELIVERY_PENDING) {
         d->before_resend = d->status;
-        pending_add(w, d);
+        wh_pending_add(w, d);
     } else {
         d->before_resend = DELIVERY_PENDING;
     }
@@ -877,19 +536,19 @@ static void attempt_done(struct webhooks *w, struct delivery *d, CURLcode code)
     if (d->status != DELIVERY_PENDING) {
         /* Evicted while in flight: the attempt is kept, the delivery stays failed. */
     } else if (ok) {
-        settle(w, d, DELIVERY_DELIVERED);
+        wh_settle(w, d, DELIVERY_DELIVERED);
     } else if (resend && d->before_resend != DELIVERY_PENDING) {
-        settle(w, d, d->before_resend == DELIVERY_DELIVERED ? DELIVERY_DELIVERED
-                                                            : DELIVERY_FAILED);
+        wh_settle(w, d, d->before_resend == DELIVERY_DELIVERED ? DELIVERY_DELIVERED
+                                                               : DELIVERY_FAILED);
     } else if (!resend) {
         d->n_sched++;
         if (d->n_sched >= MAX_ATTEMPTS) {
-            settle(w, d, DELIVERY_FAILED);
+            wh_settle(w, d, DELIVERY_FAILED);
         } else {
             d->sched_base_us += RETRY_MIN[d->n_sched - 1] * 60 * 1000000;
             d->due_biz_us = d->sched_base_us;
             d->version++;
-            heap_push(&w->biz, d->due_biz_us, d->id, d->version);
+            wh_heap_push(&w->biz, d->due_biz_us, d->id, d->version);
         }
     }
     if (d->status == DELIVERY_PENDING && (d->resends_wanted || d->due_wanted)) {
@@ -914,7 +573,7 @@ static void collect_done(struct webhooks *w)
     for (size_t i = 0; i < w->n_orphans; i++) {
         if (w->orphans[i]->in_flight)
             end_transfer(w, w->orphans[i]);
-        delivery_free(w->orphans[i]);
+        wh_delivery_free(w->orphans[i]);
     }
     w->n_orphans = 0;
     while ((m = curl_multi_info_read(w->multi, &left))) {
@@ -925,19 +584,19 @@ static void collect_done(struct webhooks *w)
         CURLcode code = m->data.result;
         attempt_done(w, d, code); /* m is invalid from here on */
         if (d->orphan && !d->orphan_listed)
-            delivery_free(d);
+            wh_delivery_free(d);
     }
     pthread_mutex_unlock(&w->lock);
 }
 
-/* An event whose body is not rendered yet: note it for the dispatcher's next ensure_bodies
+/* An event whose body is not rendered yet: note it for the dispatcher's next wh_ensure_bodies
  * pass (lock held). False when it is noted (or cannot be: out of memory) and the attempt
  * must wait; true when the body is there, or never will be (start_attempt fails it). */
 static bool body_ready(struct webhooks *w, struct event *e)
 {
     if (e->body || e->unrenderable)
         return true;
-    if (!e->wanted && grow((void **)&w->need, &w->cap_need, w->n_need + 1, sizeof *w->need)) {
+    if (!e->wanted && wh_grow((void **)&w->need, &w->cap_need, w->n_need + 1, sizeof *w->need)) {
         e->wanted = true;
         e->refs++;
         w->need[w->n_need++] = e;
@@ -952,7 +611,7 @@ static void start_due(struct webhooks *w)
 {
     size_t keep = 0;
     for (size_t i = 0; i < w->n_resends; i++) {
-        struct delivery *d = find(w, w->resends[i]);
+        struct delivery *d = wh_find(w, w->resends[i]);
         if (!d)
             continue;
         if (d->in_flight)
@@ -974,7 +633,7 @@ static void start_due(struct webhooks *w)
                n_later < LOCK_CHUNK) {
             struct timer t = h->t[0];
             heap_pop(h);
-            struct delivery *d = find(w, t.id);
+            struct delivery *d = wh_find(w, t.id);
             if (!d || d->version != t.version || d->status != DELIVERY_PENDING)
                 continue;
             if (d->in_flight)
@@ -985,7 +644,7 @@ static void start_due(struct webhooks *w)
                 later[n_later++] = t;
         }
         for (size_t i = 0; i < n_later; i++) /* pushed back: room was just made */
-            (void)heap_push(h, later[i].due, later[i].id, later[i].version);
+            (void)wh_heap_push(h, later[i].due, later[i].id, later[i].version);
     }
 }
 
@@ -1004,11 +663,11 @@ static void render_needed(struct webhooks *w)
         w->cap_need_spare = cap;
         return;
     }
-    ensure_bodies(w, need, n, &w->scratch);
+    wh_ensure_bodies(w, need, n, &w->scratch);
     pthread_mutex_lock(&w->lock);
     for (size_t i = 0; i < n; i++) {
         need[i]->wanted = false;
-        event_unref(need[i]);
+        wh_event_unref(need[i]);
     }
     pthread_mutex_unlock(&w->lock);
     w->need_spare = need;
@@ -1088,82 +747,6 @@ static void *dispatch_main(void *arg)
 
 /* ---- the interface --------------------------------------------------------------------------- */
 
-int webhook_url_check(const char *url, char err[ERR_LEN])
-{
-    if (strlen(url) > 2048) {
-        snprintf(err, ERR_LEN, "a receiver URL is at most 2048 bytes");
-        return -1;
-    }
-    CURLU *u = curl_url();
-    char *scheme = NULL, *host = NULL, *user = NULL, *frag = NULL, *port = NULL;
-    int rc = -1;
-    if (!u) {
-        snprintf(err, ERR_LEN, "out of memory");
-        return -1;
-    }
-    CURLUcode uc = curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME);
-    if (uc != CURLUE_OK) {
-        snprintf(err, ERR_LEN, "'%.200s' is not a URL (%s); a receiver is http://host[:port]/path",
-                 url, curl_url_strerror(uc));
-    } else if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-               strcmp(scheme, "http") != 0) {
-        snprintf(err, ERR_LEN, "'%.200s': a receiver is http://host[:port]/path (scheme %s%s%s "
-                 "is not supported)", url, scheme ? "\"" : "", scheme ? scheme : "none",
-                 scheme ? "\"" : "");
-    } else if (strncmp(url + 4, "://", 3) != 0 || url[7] == '/') {
-        /* After the scheme (url[0..3], "http" in some case) libcurl reads "http:/h/p" and
-         * "http:///h/p" as http://h/p: not what was written */
-        snprintf(err, ERR_LEN, "'%.200s': a receiver is http://host[:port]/path (two slashes, "
-                 "then the host)", url);
-    } else if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || host[0] == '\0') {
-        snprintf(err, ERR_LEN, "'%.200s': a receiver URL needs a host", url);
-    } else if (curl_url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK && strcmp(port, "0") == 0) {
-        snprintf(err, ERR_LEN, "'%.200s': port 0 is no receiver's port", url);
-    } else if (curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK) {
-        snprintf(err, ERR_LEN, "'%.200s': a receiver URL takes no user name or password", url);
-    } else if (curl_url_get(u, CURLUPART_FRAGMENT, &frag, 0) == CURLUE_OK) {
-        snprintf(err, ERR_LEN, "'%.200s': a receiver URL takes no #fragment", url);
-    } else {
-        rc = 0;
-    }
-    curl_free(scheme);
-    curl_free(host);
-    curl_free(user);
-    curl_free(frag);
-    curl_free(port);
-    curl_url_cleanup(u);
-    return rc;
-}
-
-int delivery_status_parse(const char *s)
-{
-    for (int i = 0; i < 4; i++)
-        if (strcmp(s, STATUS_NAMES[i]) == 0)
-            return i;
-    return -1;
-}
-
-static void receivers_clear(struct receivers *rx)
-{
-    for (size_t i = 0; i < rx->n; i++)
-        free(rx->urls[i]);
-    rx->n = 0;
-}
-
-static void set_receivers_locked(struct webhooks *w, struct receivers *rx,
-                                 const char *const *urls, size_t n, bool success_2xx)
-{
-    receivers_clear(rx);
-    for (size_t i = 0; i < n && i < WEBHOOK_MAX_RECEIVERS; i++)
-        if ((rx->urls[rx->n] = strdup(urls[i])))
-            rx->n++;
-    rx->success_2xx = success_2xx;
-    size_t any = w->server.n;
-    for (struct receivers *x = w->own; x; x = x->next)
-        any += x->n;
-    atomic_store(&w->n_receivers, any);
-}
-
 struct webhooks *webhooks_start(struct gateway *g, const char *const *urls, size_t n_urls,
                                 size_t max_pending, bool quiet, char err[ERR_LEN])
 {
@@ -1197,7 +780,7 @@ struct webhooks *webhooks_start(struct gateway *g, const char *const *urls, size
     pthread_mutex_init(&w->inbox_lock, NULL);
     pthread_mutex_init(&w->lock, NULL);
     buf_init(&w->scratch);
-    set_receivers_locked(w, &w->server, urls, n_urls, false);
+    wh_set_receivers_locked(w, &w->server, urls, n_urls, false);
     if (gateway_subscribe(g, on_payment_event, w) != 0 ||
         pthread_create(&w->thread, NULL, dispatch_main, w) != 0) {
         snprintf(err, ERR_LEN, "webhooks: cannot start the delivery thread");
@@ -1216,37 +799,37 @@ void webhooks_stop(struct webhooks *w)
     if (!w)
         return;
     atomic_store(&w->stop, true);
-    wake(w);
+    wh_wake(w);
     pthread_join(w->thread, NULL);
     if (w->n_pending > 0 && !w->quiet)
         fprintf(stderr, "fakegate: %zu webhook deliver%s pending at exit: abandoned\n",
                 w->n_pending, w->n_pending == 1 ? "y" : "ies");
     for (size_t i = 0; i < w->n_orphans; i++) {
         end_transfer(w, w->orphans[i]);
-        delivery_free(w->orphans[i]);
+        wh_delivery_free(w->orphans[i]);
     }
     for (size_t i = 0; i < w->n_all; i++) {
         if (w->all[i]->in_flight)
             end_transfer(w, w->all[i]);
-        delivery_free(w->all[i]);
+        wh_delivery_free(w->all[i]);
     }
     curl_multi_cleanup(w->multi);
     curl_global_cleanup();
     close(w->epfd);
     close(w->wakefd);
-    receivers_clear(&w->server);
+    wh_receivers_clear(&w->server);
     for (struct receivers *x = w->own, *next; x; x = next) {
         next = x->next;
-        receivers_clear(x);
+        wh_receivers_clear(x);
         free(x);
     }
     free(w->all);
     for (size_t i = 0; i < w->n_inbox; i++)
-        event_unref(w->inbox[i].ev);
+        wh_event_unref(w->inbox[i].ev);
     free(w->inbox);
     free(w->spare);
     for (size_t i = 0; i < w->n_need; i++)
-        event_unref(w->need[i]);
+        wh_event_unref(w->need[i]);
     free(w->need);
     free(w->need_spare);
     buf_fini(&w->scratch);
@@ -1262,291 +845,5 @@ void webhooks_stop(struct webhooks *w)
 
 void webhooks_wake(struct webhooks *w)
 {
-    wake(w);
-}
-
-/* Keep only timers of deliveries still in the journal. */
-static void heap_filter(struct webhooks *w, struct heap *h)
-{
-    size_t keep = 0;
-    for (size_t i = 0; i < h->n; i++)
-        if (find(w, h->t[i].id))
-            h->t[keep++] = h->t[i];
-    h->n = keep;
-    for (size_t i = keep / 2; i-- > 0;)
-        heap_sift_down(h, i);
-}
-
-/* Does the reset of `t` (NULL: every tenant) drop what belongs to tenant `of` at generation
- * `gen`? Only what a reset has overtaken: events of the tenant's current ledger stay. */
-static bool dropped_by_reset(const struct tenant *t, const struct tenant *of, uint64_t gen)
-{
-    return (!t || t == of) && gen < tenant_generation(of);
-}
-
-void webhooks_reset(struct webhooks *w, const struct tenant *t)
-{
-    pthread_mutex_lock(&w->inbox_lock);
-    size_t keep = 0;
-    for (size_t i = 0; i < w->n_inbox; i++)
-        if (!dropped_by_reset(t, w->inbox[i].ev->tenant, w->inbox[i].ev->generation))
-            w->inbox[keep++] = w->inbox[i];
-        else
-            event_unref(w->inbox[i].ev); /* only the inbox's: not filed yet */
-    w->n_inbox = keep;
-    pthread_mutex_unlock(&w->inbox_lock);
-
-    pthread_mutex_lock(&w->lock);
-    keep = 0;
-    for (size_t i = 0; i < w->n_all; i++) {
-        struct delivery *d = w->all[i];
-        if (!dropped_by_reset(t, d->ev->tenant, d->ev->generation)) {
-            w->all[keep++] = d;
-            continue;
-        }
-        settle(w, d, DELIVERY_FAILED);
-        if (d->in_flight && grow((void **)&w->orphans, &w->cap_orphans, w->n_orphans + 1,
-                                 sizeof *w->orphans)) {
-            d->orphan = d->orphan_listed = true;
-            w->orphans[w->n_orphans++] = d;
-        } else if (d->in_flight) {
-            d->orphan = true; /* no room to list it: collect_done frees it when it ends */
-        } else {
-            delivery_free(d);
-        }
-    }
-    w->n_all = keep;
-    heap_filter(w, &w->real);
-    heap_filter(w, &w->biz);
-    if (!t) { /* the server's counters restart with a server-wide reset only */
-        w->n_resends = 0;
-        memset(w->attempts_total, 0, sizeof w->attempts_total);
-        w->evicted_total = 0;
-    }
-    pthread_mutex_unlock(&w->lock);
-    wake(w);
-}
-
-int webhooks_set_receivers(struct webhooks *w, const struct tenant *t,
-                           const char *const *urls, size_t n, bool success_2xx)
-{
-    pthread_mutex_lock(&w->lock);
-    struct receivers *rx = receivers_of(w, t, true);
-    if (rx)
-        set_receivers_locked(w, rx, urls, n, success_2xx);
-    pthread_mutex_unlock(&w->lock);
-    return rx ? 0 : -1;
-}
-
-void webhooks_render_receivers(struct webhooks *w, const struct tenant *t, struct buf *b)
-{
-    pthread_mutex_lock(&w->lock);
-    const struct receivers *rx = receivers_of(w, t, false);
-    buf_adds(b, "{\"urls\":[");
-    for (size_t i = 0; i < rx->n; i++) {
-        if (i)
-            buf_addc(b, ',');
-        buf_add_json_strz(b, rx->urls[i]);
-    }
-    buf_adds(b, "],\"success\":");
-    buf_adds(b, rx->success_2xx ? "\"2xx\"" : "\"200\"");
-    if (t)
-        buf_adds(b, rx->tenant ? ",\"own\":true}" : ",\"own\":false}");
-    else
-        buf_addc(b, '}');
-    pthread_mutex_unlock(&w->lock);
-}
-
-static void add_time(struct buf *b, int64_t us)
-{
-    char t[32];
-    fmt_kst(us, t);
-    buf_add_json_strz(b, t);
-}
-
-static void render_delivery(struct webhooks *w, struct buf *b, const struct delivery *d)
-{
-    buf_addf(b, "{\"id\":%llu,\"url\":", (unsigned long long)d->id);
-    buf_add_json_strz(b, d->url);
-    buf_adds(b, ",\"event_type\":\"");
-    buf_adds(b, EVENT_TYPE_NAMES[d->ev->type]);
-    buf_adds(b, "\",\"transmission_id\":\"");
-    buf_adds(b, d->transmission_id);
-    buf_adds(b, "\",\"tenant\":");
-    const char *key = tenant_key(d->ev->tenant);
-    if (key)
-        buf_add_json_strz(b, key);
-    else
-        buf_adds(b, "null");
-    buf_adds(b, ",\"payment_key\":");
-    buf_add_json_strz(b, d->ev->payment_key);
-    buf_adds(b, ",\"order_id\":");
-    buf_add_json_strz(b, d->ev->order_id);
-    buf_adds(b, ",\"transaction_key\":");
-    if (d->ev->tx_key[0])
-        buf_add_json_strz(b, d->ev->tx_key);
-    else
-        buf_adds(b, "null");
-    buf_adds(b, ",\"status\":\"");
-    buf_adds(b, STATUS_NAMES[d->status]);
-    buf_adds(b, "\",\"duplicate_of\":");
-    if (d->duplicate_of)
-        buf_add_u64(b, d->duplicate_of);
-    else
-        buf_adds(b, "null");
-    buf_adds(b, ",\"next_attempt_at\":");
-    if (d->status == DELIVERY_PENDING && !d->in_flight && d->due_biz_us)
-        add_time(b, d->due_biz_us);
-    else if (d->status == DELIVERY_PENDING && !d->in_flight && d->due_mono_ns)
-        add_time(b, gateway_now_us(w->g) + (d->due_mono_ns - now_mono_ns()) / 1000);
-    else
-        buf_adds(b, "null");
-    buf_adds(b, ",\"note\":");
-    if (d->note)
-        buf_add_json_strz(b, d->note);
-    else
-        buf_adds(b, "null");
-    buf_adds(b, ",\"body\":");
-    if (d->ev->body)
-        buf_add(b, d->ev->body, d->ev->body_len);
-    else
-        buf_adds(b, "null"); /* its payment went in a reset a moment ago */
-    buf_adds(b, ",\"attempts\":[");
-    for (uint32_t i = 0; i < d->n_attempts; i++) {
-        const struct attempt *a = &d->attempts[i];
-        bool done = !(d->in_flight && i == d->n_attempts - 1);
-        if (i)
-            buf_addc(b, ',');
-        buf_adds(b, "{\"at\":");
-        add_time(b, a->at_us);
-        buf_addf(b, ",\"retried_count\":%u,\"http_status\":", a->retried_count);
-        if (done && a->http_status)
-            buf_addf(b, "%d", a->http_status);
-        else
-            buf_adds(b, "null");
-        buf_adds(b, ",\"error\":");
-        if (done && a->error)
-            buf_add_json_strz(b, a->error);
-        else
-            buf_adds(b, "null");
-        buf_adds(b, ",\"duration_ms\":");
-        if (done)
-            buf_addf(b, "%.3f", a->duration_ms);
-        else
-            buf_adds(b, "null");
-        buf_addc(b, '}');
-    }
-    buf_adds(b, "]}");
-}
-
-static bool matches(const struct delivery *d, const struct delivery_filter *f)
-{
-    return (!f->tenant || f->tenant == d->ev->tenant) &&
-           (!f->payment_key || strcmp(f->payment_key, d->ev->payment_key) == 0) &&
-           (!f->order_id || strcmp(f->order_id, d->ev->order_id) == 0) &&
-           (f->status < 0 || (int)d->status == f->status);
-}
-
-/* The first delivery matching `f` that the journal shows, newest `f->limit` (0: all). Lock
- * held. */
-static size_t journal_from(struct webhooks *w, const struct delivery_filter *f)
-{
-    size_t from = w->n_all, found = 0;
-    while (from > 0 && (f->limit == 0 || found < f->limit))
-        if (matches(w->all[--from], f))
-            found++;
-    return from;
-}
-
-/* Render the bodies the journal is about to show (deliveries matching `f`, or with f NULL the
- * one delivery `id`) that were never needed yet. Takes the locks itself, one at a time. */
-static void journal_bodies(struct webhooks *w, const struct delivery_filter *f, uint64_t id)
-{
-    struct event **ev = NULL;
-    size_t n = 0, cap = 0;
-    pthread_mutex_lock(&w->lock);
-    size_t from = f ? journal_from(w, f) : 0;
-    for (size_t i = from; i < w->n_all; i++) {
-        struct delivery *d = w->all[i];
-        if (f ? !matches(d, f) : d->id != id)
-            continue;
-        if (d->ev->body || d->ev->unrenderable ||
-            !grow((void **)&ev, &cap, n + 1, sizeof *ev))
-            continue;
-        d->ev->refs++;
-        ev[n++] = d->ev;
-    }
-    pthread_mutex_unlock(&w->lock);
-    if (n == 0) {
-        free(ev);
-        return;
-    }
-    struct buf scratch;
-    buf_init(&scratch);
-    ensure_bodies(w, ev, n, &scratch);
-    buf_fini(&scratch);
-    pthread_mutex_lock(&w->lock);
-    for (size_t i = 0; i < n; i++)
-        event_unref(ev[i]);
-    pthread_mutex_unlock(&w->lock);
-    free(ev);
-}
-
-void webhooks_render_deliveries(struct webhooks *w, const struct delivery_filter *f,
-                                struct buf *b)
-{
-    journal_bodies(w, f, 0);
-    pthread_mutex_lock(&w->lock);
-    size_t from = journal_from(w, f);
-    buf_adds(b, "{\"deliveries\":[");
-    bool first = true;
-    for (size_t i = from; i < w->n_all; i++) {
-        if (!matches(w->all[i], f))
-            continue;
-        if (!first)
-            buf_addc(b, ',');
-        first = false;
-        render_delivery(w, b, w->all[i]);
-    }
-    buf_adds(b, "]}");
-    pthread_mutex_unlock(&w->lock);
-}
-
-int webhooks_resend(struct webhooks *w, const struct tenant *t, uint64_t id, struct buf *b)
-{
-    journal_bodies(w, NULL, id);
-    pthread_mutex_lock(&w->lock);
-    struct delivery *d = find(w, id);
-    if (d && t && d->ev->tenant != t)
-        d = NULL; /* another tenant's: not this one's to see */
-    bool ok = d && grow((void **)&w->resends, &w->cap_resends, w->n_resends + 1,
-                        sizeof *w->resends);
-    if (ok) {
-        w->resends[w->n_resends++] = id;
-        render_delivery(w, b, d);
-    }
-    pthread_mutex_unlock(&w->lock);
-    if (ok)
-        wake(w);
-    return ok ? 0 : -1;
-}
-
-void webhooks_render_metrics(struct webhooks *w, struct buf *b)
-{
-    pthread_mutex_lock(&w->lock);
-    buf_adds(b, "# HELP fakegate_webhook_attempts_total Webhook delivery attempts by result "
-                "(delivered, failed), events never sent (dropped) and duplicates filed "
-                "(duplicated).\n# TYPE fakegate_webhook_attempts_total counter\n");
-    for (int t = 0; t < EV_TYPES; t++)
-        for (int r = 0; r < 4; r++)
-            buf_addf(b, "fakegate_webhook_attempts_total{event_type=\"%s\",result=\"%s\"} %llu\n",
-                     EVENT_TYPE_NAMES[t], RESULT_NAMES[r],
-                     (unsigned long long)w->attempts_total[t][r]);
-    buf_addf(b, "# HELP fakegate_webhook_pending Webhook deliveries waiting for an attempt or "
-                "its answer.\n# TYPE fakegate_webhook_pending gauge\nfakegate_webhook_pending "
-                "%zu\n", w->n_pending);
-    buf_addf(b, "# HELP fakegate_webhook_evicted_total Pending deliveries failed to stay under "
-                "--webhook-max-pending.\n# TYPE fakegate_webhook_evicted_total counter\n"
-                "fakegate_webhook_evicted_total %llu\n", (unsigned long long)w->evicted_total);
-    pthread_mutex_unlock(&w->lock);
+    wh_wake(w);
 }
