@@ -23,9 +23,7 @@ int dep_init(dep_handler *d, const char *base_url, const char *auth_header)
 
 void dep_fini(dep_handler *d)
 {
-    for (size_t i = 0; i < d->n_seen; i++)
-        free(d->seen[i]);
-    free(d->seen);
+    rcn_seen_fini(&d->seen);
     free(d->orders);
     if (d->h)
         curl_easy_cleanup(d->h);
@@ -79,29 +77,6 @@ int dep_book_add(dep_handler *d, const char *payment_json)
     return 0;
 }
 
-static bool seen(const dep_handler *d, const char *tid)
-{
-    for (size_t i = 0; i < d->n_seen; i++)
-        if (strcmp(d->seen[i], tid) == 0)
-            return true;
-    return false;
-}
-
-static void mark_seen(dep_handler *d, const char *tid)
-{
-    if (d->n_seen == d->cap_seen) {
-        size_t cap = d->cap_seen ? 2 * d->cap_seen : 64;
-        char **s = realloc(d->seen, cap * sizeof *s);
-        if (!s)
-            return;
-        d->seen = s;
-        d->cap_seen = cap;
-    }
-    char *c = strdup(tid);
-    if (c)
-        d->seen[d->n_seen++] = c;
-}
-
 /* Read the order back and apply what the gateway says now. 0, or -1 if the read failed. */
 static int refresh(dep_handler *d, dep_order *o, bool polled)
 {
@@ -133,7 +108,7 @@ static int refresh(dep_handler *d, dep_order *o, bool polled)
 
 int dep_on_webhook(dep_handler *d, const struct rx_request *q)
 {
-    if (q->transmission_id && seen(d, q->transmission_id)) {
+    if (q->transmission_id && rcn_seen_has(&d->seen, q->transmission_id)) {
         d->duplicates_ignored++;
         return 200;
     }
@@ -160,7 +135,7 @@ int dep_on_webhook(dep_handler *d, const struct rx_request *q)
         answer = 500; /* not handled: let the gateway retry it */
     json_decref(body);
     if (answer == 200 && q->transmission_id)
-        mark_seen(d, q->transmission_id);
+        rcn_seen_add(&d->seen, q->transmission_id);
     return answer;
 }
 

@@ -24,6 +24,7 @@
 #include <curl/curl.h>
 
 #include "receiver.h"
+#include "reconcile.h"
 
 #define DEP_ORDER_ID_LEN 65     /* Toss: orderId is 6-64 characters */
 #define DEP_PAYMENT_KEY_LEN 201 /* docs/api.md §2.1: 1-200 characters */
@@ -46,8 +47,7 @@ typedef struct dep_order {
 typedef struct dep_handler {
     dep_order *orders;
     size_t n, cap;
-    char **seen;                 /* transmission ids processed */
-    size_t n_seen, cap_seen;
+    rcn_seen seen;               /* transmission ids processed */
     const char *base_url;        /* "http://127.0.0.1:PORT" (borrowed) */
     const char *auth_header;     /* "Authorization: Basic base64(secretKey:)" (borrowed) */
     CURL *h;

@@ -109,36 +109,42 @@ int rcn_ref_init(rcn_ref *r, const char *base_url, const char *auth_header)
 
 void rcn_ref_fini(rcn_ref *r)
 {
-    for (size_t i = 0; i < r->n_seen; i++)
-        free(r->seen[i]);
-    free(r->seen);
+    rcn_seen_fini(&r->seen);
     rcn_table_fini(&r->orders);
     if (r->h)
         curl_easy_cleanup(r->h);
     memset(r, 0, sizeof *r);
 }
 
-static bool seen(const rcn_ref *r, const char *tid)
+bool rcn_seen_has(const rcn_seen *s, const char *id)
 {
-    for (size_t i = 0; i < r->n_seen; i++)
-        if (strcmp(r->seen[i], tid) == 0)
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->ids[i], id) == 0)
             return true;
     return false;
 }
 
-static void mark_seen(rcn_ref *r, const char *tid)
+void rcn_seen_add(rcn_seen *s, const char *id)
 {
-    if (r->n_seen == r->cap_seen) {
-        size_t cap = r->cap_seen ? 2 * r->cap_seen : 64;
-        char **s = realloc(r->seen, cap * sizeof *s);
-        if (!s)
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        char **ids = realloc(s->ids, cap * sizeof *ids);
+        if (!ids)
             return;
-        r->seen = s;
-        r->cap_seen = cap;
+        s->ids = ids;
+        s->cap = cap;
     }
-    char *copy = strdup(tid);
+    char *copy = strdup(id);
     if (copy)
-        r->seen[r->n_seen++] = copy;
+        s->ids[s->n++] = copy;
+}
+
+void rcn_seen_fini(rcn_seen *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->ids[i]);
+    free(s->ids);
+    memset(s, 0, sizeof *s);
 }
 
 typedef struct body_buf {
@@ -228,7 +234,7 @@ static int refresh(rcn_ref *r, const char *payment_key, bool polled)
 
 int rcn_ref_on_webhook(rcn_ref *r, const struct rx_request *d)
 {
-    if (d->transmission_id && seen(r, d->transmission_id)) {
+    if (d->transmission_id && rcn_seen_has(&r->seen, d->transmission_id)) {
         r->duplicates_ignored++;
         return 200;
     }
@@ -239,7 +245,7 @@ int rcn_ref_on_webhook(rcn_ref *r, const struct rx_request *d)
         answer = 500; /* not handled: let the gateway retry it */
     json_decref(body);
     if (answer == 200 && d->transmission_id)
-        mark_seen(r, d->transmission_id);
+        rcn_seen_add(&r->seen, d->transmission_id);
     return answer;
 }
 

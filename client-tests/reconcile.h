@@ -55,6 +55,18 @@ const rcn_order *rcn_by_payment_key(const rcn_table *t, const char *payment_key)
  * approvedAt (a cancel of an approved payment still moved money once). */
 bool rcn_approved(const json_t *payment);
 
+/* Transmission ids already handled, for a consumer's dedupe (a linear set: tests feed
+ * hundreds, not millions). */
+typedef struct rcn_seen {
+    char **ids;
+    size_t n, cap;
+} rcn_seen;
+
+bool rcn_seen_has(const rcn_seen *s, const char *id);
+/* Remember a copy of `id` (out of memory: forgotten, so a retry is handled again). */
+void rcn_seen_add(rcn_seen *s, const char *id);
+void rcn_seen_fini(rcn_seen *s);
+
 /* GET `url` with `auth_header` on `h` (reset first): the Payment it answers with 200 (caller
  * owns it), or NULL (another status, no JSON Payment, a transport error; 10 s timeout). */
 json_t *rcn_get_payment(CURL *h, const char *url, const char *auth_header);
@@ -70,8 +82,7 @@ int rcn_naive_on_webhook(rcn_table *t, const struct rx_request *d);
 
 typedef struct rcn_ref {
     rcn_table orders;             /* keyed on paymentKey */
-    char **seen;                  /* transmission ids already processed */
-    size_t n_seen, cap_seen;
+    rcn_seen seen;                /* transmission ids already processed */
     const char *base_url;         /* "http://127.0.0.1:PORT" (borrowed) */
     const char *auth_header;      /* "Authorization: Basic base64(secretKey:)" (borrowed) */
     CURL *h;
