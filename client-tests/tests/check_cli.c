@@ -456,11 +456,38 @@ START_TEST(test_port_in_use_says_so_once)
 }
 END_TEST
 
+/* --host beyond loopback warns, even with --quiet, naming what the admin API lets anyone do;
+ * loopback does not (docs/cli.md §1). The server is reached on 127.0.0.1 only. */
+START_TEST(test_host_beyond_loopback_warns_about_the_admin_api)
+{
+    const char *open_args[] = {"--host", "0.0.0.0", NULL};
+    fg_server *s = start_args(NULL, open_args);
+    char *err = fg_server_stderr(s);
+    ck_assert_msg(strstr(err, "warning: --host 0.0.0.0 is not loopback") != NULL, "%s", err);
+    ck_assert_msg(strstr(err, "reset everything through /__admin/") != NULL, "%s", err);
+    free(err);
+    stop_server(s);
+    const char *token_args[] = {"--host", "0.0.0.0", "--admin-token", "t0k", NULL};
+    s = start_args(NULL, token_args);
+    err = fg_server_stderr(s);
+    ck_assert_msg(strstr(err, "/__admin/ needs the --admin-token") != NULL, "%s", err);
+    free(err);
+    stop_server(s);
+    const char *loop_args[] = {"--host", "localhost", NULL};
+    s = start_args(NULL, loop_args);
+    err = fg_server_stderr(s);
+    ck_assert_msg(strstr(err, "warning") == NULL, "%s", err);
+    free(err);
+    stop_server(s);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *su = suite_create("blackbox_cli");
     TCase *tc = add_tcase(su, "report", 30);
     tcase_add_test(tc, test_report_exits_0_and_says_no_findings_for_a_clean_client);
+    tcase_add_test(tc, test_host_beyond_loopback_warns_about_the_admin_api);
     tcase_add_test(tc, test_report_exits_1_and_prints_the_finding_after_a_retried_4xx);
     tcase_add_test(tc, test_report_exits_2_when_no_server_answers);
     tcase_add_test(tc, test_report_sends_the_admin_token_and_exits_2_without_it);

@@ -211,6 +211,18 @@ static bool admit_profile(struct gateway *g, struct request *r)
     return true;
 }
 
+/* a equals b, in time that depends on their lengths only, not on where they first differ: the
+ * admin token is a secret, and a timing difference per matching prefix would let a client
+ * guess it a byte at a time. */
+static bool same_secret(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), n = la > lb ? la : lb;
+    unsigned char diff = (unsigned char)(la != lb);
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)((i < la ? a[i] : 0) ^ (i < lb ? b[i] : 0));
+    return diff == 0;
+}
+
 bool admit_admin(struct gateway *g, struct request *r)
 {
     const char *t = g->cfg->admin_token;
@@ -221,7 +233,7 @@ bool admit_admin(struct gateway *g, struct request *r)
     if (strcmp(r->path, "/__admin/ui") == 0 || strncmp(r->path, "/__admin/ui/", 12) == 0)
         return true;
     const char *h = r->authorization;
-    if (h && strncmp(h, "Bearer ", 7) == 0 && strcmp(h + 7, t) == 0)
+    if (h && strncmp(h, "Bearer ", 7) == 0 && same_secret(h + 7, t))
         return true;
     request_error(r, "UNAUTHORIZED", NULL);
     return false;

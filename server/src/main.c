@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,7 +49,7 @@ struct opt {
 };
 
 static const struct opt opts[O_COUNT] = {
-    [O_HOST] = {"host", "ADDR", true, "address to listen on (default 127.0.0.1; 0.0.0.0 = all interfaces)"},
+    [O_HOST] = {"host", "ADDR", true, "address to listen on (default 127.0.0.1; 0.0.0.0 = all interfaces; not loopback: a warning at start)"},
     [O_PORT] = {"port", "N", true, "TCP port (default 8080; 0 = pick a free port, see --port-file)"},
     [O_PORT_FILE] = {"port-file", "PATH", true, "write the bound port here once listening (atomic: temp file + rename); removed at exit"},
     [O_PROFILE] = {"profile", "NAME|PATH", true, "profile name (looked up in --profiles-dir) or JSON file path (default normal)"},
@@ -66,7 +68,7 @@ static const struct opt opts[O_COUNT] = {
     [O_WEBHOOK_URL] = {"webhook-url", "URL", true, "webhook receiver, http://host[:port]/path (repeatable, at most 16; env: comma-separated); PUT /__admin/webhooks replaces them at run time"},
     [O_WEBHOOK_MAX_PENDING] = {"webhook-max-pending", "N", true, "webhook deliveries pending at once (default 10000); beyond it the oldest is failed, fakegate_webhook_evicted_total counts it"},
     [O_MAX_TENANTS] = {"max-tenants", "N", true, "distinct secret keys (tenants) one server keeps state for (default 10000); a new key beyond it → 503 SERVICE_UNAVAILABLE"},
-    [O_ADMIN_TOKEN] = {"admin-token", "TOKEN", true, "require 'Authorization: Bearer TOKEN' on /__admin routes (not /__admin/health; /healthz and /metrics stay open)"},
+    [O_ADMIN_TOKEN] = {"admin-token", "TOKEN", true, "require 'Authorization: Bearer TOKEN' on /__admin routes (not /__admin/health and the live page's files; /healthz and /metrics stay open; compared in constant time)"},
     [O_LOG] = {"log", "FORMAT", true, "access log on stderr, one line per request: text (default) or json"},
     [O_QUIET] = {"quiet", NULL, true, "no access log and no start-up notes on stderr (errors still print)"},
     [O_CHECK_PROFILE] = {"check-profile", "NAME|PATH", false, "validate a profile (a name, built in or in --profiles-dir, or a file) and exit: 0 valid, 2 invalid (file:line:column: message)"},
@@ -463,6 +465,44 @@ static void cli_free(struct cli *c)
     c->n_copies = 0;
 }
 
+/* True if every address `host` resolves to is a loopback one (127.0.0.0/8, ::1): only this
+ * machine can reach the server. */
+static bool host_is_loopback(const char *host)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+    if (getaddrinfo(host, NULL, &hints, &ai) != 0)
+        return false;
+    bool all = ai != NULL;
+    for (struct addrinfo *p = ai; p; p = p->ai_next) {
+        if (p->ai_family == AF_INET) {
+            const struct sockaddr_in *v4 = (const struct sockaddr_in *)p->ai_addr;
+            all = all && (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+        } else if (p->ai_family == AF_INET6) {
+            const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)p->ai_addr;
+            all = all && IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
+        } else {
+            all = false;
+        }
+    }
+    freeaddrinfo(ai);
+    return all;
+}
+
+/* --host beyond loopback: say, even with --quiet, who can now do what (docs/cli.md §1). */
+static void warn_exposed(const struct config *cfg)
+{
+    if (cfg->admin_token)
+        fprintf(stderr, "fakegate: warning: --host %s is not loopback: other machines can reach "
+                        "the payment API and /metrics; /__admin/ needs the --admin-token\n",
+                cfg->host);
+    else
+        fprintf(stderr, "fakegate: warning: --host %s is not loopback: any machine that reaches "
+                        "this port can read the ledger, the request journal and the report, "
+                        "switch the profile, move the gateway clock and reset everything through "
+                        "/__admin/ (no --admin-token is set)\n",
+                cfg->host);
+}
+
 int main(int argc, char **argv)
 {
     subcmd_fn sub = argc >= 2 ? subcmd_find(argv[1]) : NULL;
@@ -556,6 +596,8 @@ static int run(struct cli *clip, int argc, char **argv)
     if (!cfg->quiet)
         fprintf(stderr, "fakegate: connection limit %u (from the open-files limit)\n",
                 http_connection_limit(h));
+    if (!host_is_loopback(cfg->host))
+        warn_exposed(cfg);
     const char *shown = cfg->host;
     printf("fakegate listening on http://%s%s%s:%u profile=%s seed=%llu\n",
            strchr(shown, ':') ? "[" : "", shown, strchr(shown, ':') ? "]" : "", port,
