@@ -171,6 +171,15 @@ async function main() {
 
     await page.screenshot({ path: join(dir, "live-page.png"), fullPage: true });
     check("a screenshot is saved", existsSync(join(dir, "live-page.png")), join(dir, "live-page.png"));
+    // Scoped to the tenant whose key the clients use: its timeline counts from now on.
+    await page.selectOption("#scope", "test_sk_ui");
+    const scoped = await until(page, () => {
+      const n = document.querySelector('#totals li[data-class="throttled"] .n, #totals li[data-class="ok"] .n');
+      const tl = state.timeline;
+      return tl && tl.tenant === "test_sk_ui" && n ? tl.tenant : null;
+    }, null, 8000);
+    check("the scope selector shows one tenant", scoped === "test_sk_ui", String(scoped));
+
     check("no request left fakegate's origin", foreign.length === 0, foreign.join(" "));
     check("no script error", errors.length === 0, errors.join(" | "));
     stop = true;
