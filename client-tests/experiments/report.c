@@ -138,6 +138,12 @@ static json_t *e123_row(const ex_row *r, double experiment_wall_s)
         }
         json_object_set_new(o, "phases", ph);
     }
+    if (r->n_seconds > 0) {
+        json_t *per_s = json_array();
+        for (size_t k = 0; k < r->n_seconds; k++)
+            json_array_append_new(per_s, json_integer(r->arrivals_per_s[k]));
+        json_object_set_new(o, "arrivals_per_s", per_s);
+    }
     return o;
 }
 
@@ -220,6 +226,18 @@ static void read_phases(const json_t *phases, ex_row *r)
     }
 }
 
+static void read_per_second(const json_t *per_s, ex_row *r)
+{
+    size_t k;
+    json_t *n;
+    json_array_foreach(per_s, k, n) {
+        if (k >= EX_MAX_SECONDS)
+            break;
+        r->arrivals_per_s[k] = (long)json_integer_value(n);
+        r->n_seconds = k + 1;
+    }
+}
+
 /* One results.json object back into an ex_row. */
 static void read_row(const json_t *o, int k, ex_row *r)
 {
@@ -251,6 +269,7 @@ static void read_row(const json_t *o, int k, ex_row *r)
     /* loadgen.h: unknown_resolved = resolved as charged + failed_reconciled */
     r->res.unknown_resolved_success = r->res.unknown_resolved - r->res.failed_reconciled;
     read_phases(json_object_get(o, "phases"), r);
+    read_per_second(json_object_get(o, "arrivals_per_s"), r);
 }
 
 int rp_merge_json(const char *path, ex_table *t, rp_timing *timing, char err[EX_ERR_LEN])

@@ -169,6 +169,27 @@ START_TEST(test_e3_retry_storm_vs_backoff_and_breaker)
     /* after it: no storm from either */
     ck_assert(ex_phase_attempts_per_request(a, 2) < 1.1);
     ck_assert(ex_phase_attempts_per_request(b, 2) < 1.1);
+    /* the per-second series (arrivals_per_s): one count per model second, adding up to the total;
+     * A's storm fills the outage, B's breaker empties it after its first second */
+    size_t secs = (size_t)(o.e3_before_s + o.e3_outage_s + o.e3_after_s);
+    size_t out0 = (size_t)o.e3_before_s, out1 = (size_t)(o.e3_before_s + o.e3_outage_s);
+    const ex_row *ab[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_uint_eq(ab[i]->n_seconds, secs);
+        long sum = 0;
+        for (size_t k = 0; k < ab[i]->n_seconds; k++)
+            sum += ab[i]->arrivals_per_s[k];
+        ck_assert_int_eq(sum, ab[i]->gateway_arrivals);
+    }
+    long a_outage = 0, b_outage_late = 0;
+    for (size_t k = out0; k < out1; k++)
+        a_outage += a->arrivals_per_s[k];
+    for (size_t k = out0 + 2; k < out1; k++)
+        b_outage_late += b->arrivals_per_s[k];
+    ck_assert_msg(a_outage >= 3 * 10 * (long)(out1 - out0), "immediate: %ld in the outage's "
+                  "seconds", a_outage);
+    ck_assert_msg(b_outage_late <= 10, "backoff+breaker: %ld after the outage's first seconds",
+                  b_outage_late);
 }
 END_TEST
 
