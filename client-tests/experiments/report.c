@@ -1,6 +1,7 @@
 /* report.c -- see report.h. results.json is the record: RESULTS.md is rendered from the rows in
  * the table, and rp_merge_json reads rows back from results.json losslessly (every key the writer
- * puts, through the same names), so a section re-rendered from it is the section it was. */
+ * puts, through the same names), so a section re-rendered from it is the section it was. The
+ * figures RESULTS.md shows (e1.svg ... e3.svg) are drawn from results.json by plot.sh. */
 #define _POSIX_C_SOURCE 200809L
 #include "report.h"
 
@@ -335,6 +336,13 @@ static double ratio_pct(long a, long b)
     return b > 0 ? 100.0 * ((double)a / (double)b - 1.0) : 0;
 }
 
+/* A figure client-tests/plot.sh draws from results.json next to RESULTS.md; `alt` is also the
+ * figure's own title there. */
+static void md_figure(FILE *f, const char *alt, const char *svg)
+{
+    fprintf(f, "![%s](%s)\n\n", alt, svg);
+}
+
 static void md_rows(FILE *f, const ex_table *t, const char *exp)
 {
     fprintf(f, "| condition | policy | requests | gateway calls (sent / fakegate counted) | "
@@ -463,6 +471,7 @@ static void md_e1(FILE *f, const ex_table *t, const ex_options *o, double wall)
             "| confirm p95, slow (first measurement) | 2.02 s → 4.07 s | %.2f s → %.2f s | "
             "Timeout 2 s, then 20–60 ms, then another 2 s. |\n\n",
             s0->res.p95_ms / 1000, s1->res.p95_ms / 1000);
+    md_figure(f, "E1: failure rate by policy and condition", "e1.svg");
     md_rows(f, t, "E1");
 }
 
@@ -517,6 +526,7 @@ static void md_e2(FILE *f, const ex_table *t, const ex_options *o, double wall)
             "also sends fewer calls (%ld vs %ld). |\n\n",
             100 * (b->retry_success_rate - a->retry_success_rate), b->res.attempts_sent,
             a->res.attempts_sent);
+    md_figure(f, "E2: share of throttled payments a retry saved", "e2.svg");
     md_rows(f, t, "E2");
 }
 
@@ -585,6 +595,7 @@ static void md_e3(FILE *f, const ex_table *t, const ex_options *o, double wall)
             "open time trades a little load during an outage for those payments.\n\n",
             os < 60 ? "longer than" : "about as long as", os, b->res.phases[2].failed,
             a->res.phases[2].failed, b->res.breaker_opens);
+    md_figure(f, "E3: gateway arrivals per second through the outage", "e3.svg");
     md_rows(f, t, "E3");
 }
 
