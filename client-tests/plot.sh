@@ -46,8 +46,8 @@ EOF
 
 xml_escape() { sed -e 's/&/\&amp;/g' -e 's/</\&lt;/g' -e 's/>/\&gt;/g' <<<"$1"; }
 
-# gnuplot's SVG names itself in <title> and <desc>: put the figure's own there, then move the
-# file into place.
+# gnuplot's SVG names itself in <title> and <desc>: put the figure's own there, and drop the
+# placeholder names of untitled plots (the value labels), then move the file into place.
 finish() { # tmp-svg name title desc
   local t d
   t=$(xml_escape "$3")
@@ -55,7 +55,7 @@ finish() { # tmp-svg name title desc
   awk -v t="$t" -v d="$d" '
     !done_t && /^<title>/ { print "<title>" t "</title>"; done_t = 1; next }
     !done_d && /^<desc>/  { print "<desc>" d "</desc>"; done_d = 1; next }
-    { print }' "$1" >"$1.named"
+    { sub(/<title>gnuplot_plot_[0-9]+<\/title>/, ""); print }' "$1" >"$1.named"
   grep -q '<svg' "$1.named" || { say "$2: gnuplot wrote no SVG"; exit 1; }
   mv "$1.named" "$out_dir/$2"
   drawn+=("$2")
@@ -170,7 +170,9 @@ plot_e3() {
     jq -r --arg p "${pols[$i]}" '.[] | select(.experiment == "E3" and .policy == $p)
       | .arrivals_per_s | (to_entries[] | [.key, .value]), [length, .[-1]] | @tsv' \
       "$results" >"$tmp/e3_$i.dat"
-    plot+="$sep'$tmp/e3_$i.dat' using 1:2 with steps lt $((i + 1)) title '${pols[$i]}'"
+    # where the lines coincide (healthy seconds) the first, drawn widest, shows under the next
+    plot+="$sep'$tmp/e3_$i.dat' using 1:2 with steps lt $((i + 1)) lw $((i < 2 ? 4 - 2 * i : 1))"
+    plot+=" title '${pols[$i]}'"
     sep=", "
   done
   local outage scale xlabel desc seconds
