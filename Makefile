@@ -10,6 +10,7 @@
 #   make fresh-test       the README's `make run` and `make test` in a fresh Debian bookworm
 #                         root file system that has only make (root; docker/fresh-test.sh)
 #   make experiments [SCALE=0.1] [ONLY=E4]   the experiments E1-E4; writes client-tests/RESULTS.md
+#                         and its figures client-tests/e1.svg, e2.svg, e3.svg (gnuplot)
 #   make bench            fakegate against nginx and a bare libmicrohttpd server; BENCHMARKS.md
 #   make install          install the binary and the shipped profiles (PREFIX=/usr/local,
 #                         DESTDIR=)
@@ -70,9 +71,10 @@ help:
 	@sed -n '2,/^$$/p' Makefile | sed -e '/^$$/d' -e 's/^# \{0,1\}//'
 
 # What the goals need, before anything compiles (every object waits for it, also under -j):
-# the server's packages, or the tests' too when a goal builds tests. scripts/install-deps holds
-# the one package list, tells what is present and installs what is missing (apt-get update, then
-# apt-get install: as root, through sudo, or it prints the command and stops).
+# the server's packages, or the tests' too when a goal builds tests (they include gnuplot and
+# jq: make experiments and check_experiments draw the experiments' figures). scripts/install-deps
+# holds the one package list, tells what is present and installs what is missing (apt-get
+# update, then apt-get install: as root, through sudo, or it prints the command and stops).
 DEPS_SET  := server
 ifneq ($(filter test experiments build/tests/% build/client-tests/% build/san/%,$(MAKECMDGOALS)),)
 DEPS_SET  := test
@@ -147,8 +149,9 @@ fresh-test:
 # (retry, loadgen, experiment, receiver, reconcile, harness), runs E1-E3 against build/fakegate
 # with the shipped profiles and E4 with its webhook receiver, at time scale SCALE (1 = real time,
 # about 15 min; 0.1 about 1.5 min), and writes client-tests/results.json and
-# client-tests/RESULTS.md. ONLY=E4 (or E1,E3 ...) runs just those and keeps the other
-# experiments' rows from the existing results.json.
+# client-tests/RESULTS.md; then client-tests/plot.sh draws RESULTS.md's figures from
+# results.json (e1.svg, e2.svg, e3.svg; about 1 s). ONLY=E4 (or E1,E3 ...) runs just those and
+# keeps the other experiments' rows from the existing results.json.
 SCALE     ?= 1
 ONLY      ?=
 EXP_SRC   := $(wildcard client-tests/experiments/*.c)
@@ -164,6 +167,7 @@ experiments: deps $(BUILD)/fakegate $(EXP_BIN)
 	FAKEGATE_BIN=$(abspath $(BUILD)/fakegate) FAKEGATE_PROFILES=$(abspath profiles) \
 	  $(EXP_BIN) --scale $(SCALE) $(if $(ONLY),--only $(ONLY)) \
 	  --json client-tests/results.json --md client-tests/RESULTS.md
+	client-tests/plot.sh client-tests/results.json client-tests
 
 # Benchmarks (issue 7): fakegate against an nginx baseline in the same run, all scenarios in
 # under 5 minutes. Writes bench/results.json and the table in BENCHMARKS.md; installs wrk, nginx

@@ -447,17 +447,22 @@ int ex_run_e2(const ex_options *o, ex_table *t, char err[EX_ERR_LEN])
 typedef struct e3_ctx {
     const fg_server *s;
     const ex_options *o;
-    long snap[4];
+    long snap[4];       /* confirm arrivals (GET /metrics): at the start, each switch, the end */
+    int switches;       /* profile switches done */
+    long second[EX_MAX_SECONDS + 1]; /* ... at the start ([0]) and at each whole model second */
+    size_t seconds;     /* whole seconds read so far */
     int failed;
     char err[EX_ERR_LEN];
 } e3_ctx;
 
-static void e3_event(void *ctx, int index)
+/* The first switch is to `outage`, the second back to `normal`. */
+static void e3_switch(void *ctx, int index)
 {
+    (void)index;
     e3_ctx *c = ctx;
-    c->snap[index + 1] = confirm_arrivals(c->s);
+    c->snap[++c->switches] = confirm_arrivals(c->s);
     char desc[256];
-    if (index == 0) {
+    if (c->switches == 1) {
         long st;
         char msg[512];
         if (put_profile_text(c->s, "{\"name\":\"outage\"}", &st, msg, sizeof msg) != 0) {
@@ -467,6 +472,36 @@ static void e3_event(void *ctx, int index)
     } else if (apply_profile(c->s, c->o, "normal", desc, sizeof desc, c->err) != 0) {
         c->failed = 1;
     }
+}
+
+static void e3_second(void *ctx, int index)
+{
+    (void)index;
+    e3_ctx *c = ctx;
+    long n = confirm_arrivals(c->s);
+    if (n < 0 || c->seconds >= EX_MAX_SECONDS) {
+        c->failed = 1;
+        set_err(c->err, "GET /metrics at second %zu gave no confirm count", c->seconds + 1);
+        return;
+    }
+    c->second[++c->seconds] = n;
+}
+
+/* The run's events in time order: a read of /metrics at each whole second 1 ... n_seconds - 1
+ * and the two switches (at b and b + d model s; a read at the same second goes first). Returns
+ * how many; `ev` has room for EX_MAX_SECONDS + 2. */
+static size_t e3_events(lg_event *ev, e3_ctx *ctx, double b, double d, size_t n_seconds)
+{
+    const double at[2] = {b, b + d};
+    size_t n = 0, k = 0;
+    for (size_t sec = 1; sec < n_seconds; sec++) {
+        for (; k < 2 && at[k] < (double)sec; k++)
+            ev[n++] = (lg_event){at[k], e3_switch, ctx};
+        ev[n++] = (lg_event){(double)sec, e3_second, ctx};
+    }
+    for (; k < 2; k++)
+        ev[n++] = (lg_event){at[k], e3_switch, ctx};
+    return n;
 }
 
 int ex_run_e3(const ex_options *o, ex_table *t, char err[EX_ERR_LEN])
@@ -504,7 +539,10 @@ int ex_run_e3(const ex_options *o, ex_table *t, char err[EX_ERR_LEN])
         memset(&ctx, 0, sizeof ctx);
         ctx.s = s;
         ctx.o = o;
-        lg_event ev[2] = {{b, e3_event, &ctx}, {b + d, e3_event, &ctx}};
+        double total = ceil(b + d + a);
+        size_t n_seconds = total <= EX_MAX_SECONDS ? (size_t)total : 0;
+        lg_event ev[EX_MAX_SECONDS + 2];
+        size_t n_ev = e3_events(ev, &ctx, b, d, n_seconds);
         lg_config cfg;
         base_config(&cfg, s, o, url, sizeof url);
         cfg.id_prefix = "e3";
@@ -518,7 +556,7 @@ int ex_run_e3(const ex_options *o, ex_table *t, char err[EX_ERR_LEN])
         cfg.phase_starts[2] = b + d;
         cfg.n_phases = 3;
         cfg.events = ev;
-        cfg.n_events = 2;
+        cfg.n_events = n_ev;
         ex_row *row = &t->rows[t->n];
         fill_row(row, "E3", "outage", &cfg, o);
         rc = one_run(s, o, "normal", &cfg, row, &ctx.snap[0], err);
@@ -539,6 +577,20 @@ int ex_run_e3(const ex_options *o, ex_table *t, char err[EX_ERR_LEN])
         for (size_t k = 0; k < 3; k++) {
             row->phase_start_s[k] = cfg.phase_starts[k];
             row->phase_gateway_arrivals[k] = ctx.snap[k + 1] - ctx.snap[k];
+        }
+        if (n_seconds > 0 && ctx.seconds != n_seconds - 1) {
+            set_err(err, "E3 %s: %zu of %zu per-second reads", row->policy, ctx.seconds,
+                    n_seconds - 1);
+            rc = -1;
+            break;
+        }
+        if (n_seconds > 0) {
+            /* lg_run fires the reads planned after its last call at its end: none is missing */
+            ctx.second[0] = ctx.snap[0];
+            ctx.second[n_seconds] = ctx.snap[3];
+            row->n_seconds = n_seconds;
+            for (size_t k = 0; k < n_seconds; k++)
+                row->arrivals_per_s[k] = ctx.second[k + 1] - ctx.second[k];
         }
         t->n++;
     }

@@ -23,6 +23,7 @@
 
 #define EX_ERR_LEN 512
 #define EX_MAX_ROWS 24
+#define EX_MAX_SECONDS 300 /* E3: the longest run whose per-second arrivals a row keeps */
 
 typedef struct ex_options {
     double scale;          /* time scale, > 0 (1: real time) */
@@ -73,6 +74,11 @@ typedef struct ex_row {
     long phase_gateway_arrivals[LG_MAX_PHASES]; /* /metrics deltas by wall-clock phase */
     double retry_success_rate; /* saved_5xx / got_5xx, or -1 where it does not apply */
     double phase_start_s[LG_MAX_PHASES]; /* model s from the run's start to each phase */
+    /* E3: confirms fakegate counted in each model second [k, k+1) of the run (GET /metrics
+     * read at every whole second; the last second runs to the run's end), n_seconds of them;
+     * they add up to gateway_arrivals. 0 seconds: not kept (longer than EX_MAX_SECONDS). */
+    size_t n_seconds;
+    long arrivals_per_s[EX_MAX_SECONDS];
     ex_wh_result wh;           /* E4 rows only (res is unused there) */
 } ex_row;
 

@@ -1,6 +1,7 @@
 /* report.c -- see report.h. results.json is the record: RESULTS.md is rendered from the rows in
  * the table, and rp_merge_json reads rows back from results.json losslessly (every key the writer
- * puts, through the same names), so a section re-rendered from it is the section it was. */
+ * puts, through the same names), so a section re-rendered from it is the section it was. The
+ * figures RESULTS.md shows (e1.svg ... e3.svg) are drawn from results.json by plot.sh. */
 #define _POSIX_C_SOURCE 200809L
 #include "report.h"
 
@@ -138,6 +139,12 @@ static json_t *e123_row(const ex_row *r, double experiment_wall_s)
         }
         json_object_set_new(o, "phases", ph);
     }
+    if (r->n_seconds > 0) {
+        json_t *per_s = json_array();
+        for (size_t k = 0; k < r->n_seconds; k++)
+            json_array_append_new(per_s, json_integer(r->arrivals_per_s[k]));
+        json_object_set_new(o, "arrivals_per_s", per_s);
+    }
     return o;
 }
 
@@ -220,6 +227,18 @@ static void read_phases(const json_t *phases, ex_row *r)
     }
 }
 
+static void read_per_second(const json_t *per_s, ex_row *r)
+{
+    size_t k;
+    json_t *n;
+    json_array_foreach(per_s, k, n) {
+        if (k >= EX_MAX_SECONDS)
+            break;
+        r->arrivals_per_s[k] = (long)json_integer_value(n);
+        r->n_seconds = k + 1;
+    }
+}
+
 /* One results.json object back into an ex_row. */
 static void read_row(const json_t *o, int k, ex_row *r)
 {
@@ -251,6 +270,7 @@ static void read_row(const json_t *o, int k, ex_row *r)
     /* loadgen.h: unknown_resolved = resolved as charged + failed_reconciled */
     r->res.unknown_resolved_success = r->res.unknown_resolved - r->res.failed_reconciled;
     read_phases(json_object_get(o, "phases"), r);
+    read_per_second(json_object_get(o, "arrivals_per_s"), r);
 }
 
 int rp_merge_json(const char *path, ex_table *t, rp_timing *timing, char err[EX_ERR_LEN])
@@ -314,6 +334,13 @@ static const char *row_pct(char *buf, size_t n, const ex_row *r)
 static double ratio_pct(long a, long b)
 {
     return b > 0 ? 100.0 * ((double)a / (double)b - 1.0) : 0;
+}
+
+/* A figure client-tests/plot.sh draws from results.json next to RESULTS.md; `alt` is also the
+ * figure's own title there. */
+static void md_figure(FILE *f, const char *alt, const char *svg)
+{
+    fprintf(f, "![%s](%s)\n\n", alt, svg);
 }
 
 static void md_rows(FILE *f, const ex_table *t, const char *exp)
@@ -444,6 +471,7 @@ static void md_e1(FILE *f, const ex_table *t, const ex_options *o, double wall)
             "| confirm p95, slow (first measurement) | 2.02 s → 4.07 s | %.2f s → %.2f s | "
             "Timeout 2 s, then 20–60 ms, then another 2 s. |\n\n",
             s0->res.p95_ms / 1000, s1->res.p95_ms / 1000);
+    md_figure(f, "E1: failure rate by policy and condition", "e1.svg");
     md_rows(f, t, "E1");
 }
 
@@ -498,6 +526,7 @@ static void md_e2(FILE *f, const ex_table *t, const ex_options *o, double wall)
             "also sends fewer calls (%ld vs %ld). |\n\n",
             100 * (b->retry_success_rate - a->retry_success_rate), b->res.attempts_sent,
             a->res.attempts_sent);
+    md_figure(f, "E2: share of throttled payments a retry saved", "e2.svg");
     md_rows(f, t, "E2");
 }
 
@@ -566,6 +595,7 @@ static void md_e3(FILE *f, const ex_table *t, const ex_options *o, double wall)
             "open time trades a little load during an outage for those payments.\n\n",
             os < 60 ? "longer than" : "about as long as", os, b->res.phases[2].failed,
             a->res.phases[2].failed, b->res.breaker_opens);
+    md_figure(f, "E3: gateway arrivals per second through the outage", "e3.svg");
     md_rows(f, t, "E3");
 }
 

@@ -11,16 +11,20 @@
  *       the ledger with every side effect run once, while the naive one runs some twice and
  *       keeps wrong statuses; without webhook faults both are right.
  * Skipped under SANITIZE=1 (timing under ASan says nothing about the mechanism). The full-size
- * runs are `make experiments` (client-tests/RESULTS.md). */
+ * runs are `make experiments` (client-tests/RESULTS.md). Also, at any build: plot.sh draws the
+ * three figures, titled and described, from a small results.json. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check_main.h"
 #include "experiment.h"
+#include "testkit.h"
 
 #define SCALE 0.25
 #define SEED 42
@@ -169,6 +173,164 @@ START_TEST(test_e3_retry_storm_vs_backoff_and_breaker)
     /* after it: no storm from either */
     ck_assert(ex_phase_attempts_per_request(a, 2) < 1.1);
     ck_assert(ex_phase_attempts_per_request(b, 2) < 1.1);
+    /* the per-second series (arrivals_per_s): one count per model second, adding up to the total;
+     * A's storm fills the outage, B's breaker empties it after its first second */
+    size_t secs = (size_t)(o.e3_before_s + o.e3_outage_s + o.e3_after_s);
+    size_t out0 = (size_t)o.e3_before_s, out1 = (size_t)(o.e3_before_s + o.e3_outage_s);
+    const ex_row *ab[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_uint_eq(ab[i]->n_seconds, secs);
+        long sum = 0;
+        for (size_t k = 0; k < ab[i]->n_seconds; k++)
+            sum += ab[i]->arrivals_per_s[k];
+        ck_assert_int_eq(sum, ab[i]->gateway_arrivals);
+    }
+    long a_outage = 0, b_outage_late = 0;
+    for (size_t k = out0; k < out1; k++)
+        a_outage += a->arrivals_per_s[k];
+    for (size_t k = out0 + 2; k < out1; k++)
+        b_outage_late += b->arrivals_per_s[k];
+    ck_assert_msg(a_outage >= 3 * 10 * (long)(out1 - out0), "immediate: %ld in the outage's "
+                  "seconds", a_outage);
+    ck_assert_msg(b_outage_late <= 10, "backoff+breaker: %ld after the outage's first seconds",
+                  b_outage_late);
+}
+END_TEST
+
+/* ---- the figures: client-tests/plot.sh on a small results.json ------------------------ */
+
+/* Run from the top of the tree, as make test runs the suites. */
+#define PLOT_SH "client-tests/plot.sh"
+
+/* E1 with two conditions x two policies, E2's two policies, E3's two over 6 s with the outage in
+ * seconds 2-3: only the keys plot.sh reads. */
+static const char SYNTHETIC[] =
+    "[{'experiment':'E1','condition':'lossy','policy':'no-resend','requests':100,'scale':1,"
+    "'seed':7,'failure_rate':0.135},"
+    "{'experiment':'E1','condition':'lossy','policy':'resend-once','requests':100,'scale':1,"
+    "'seed':7,'failure_rate':0.018},"
+    "{'experiment':'E1','condition':'slow','policy':'no-resend','requests':100,'scale':1,"
+    "'seed':7,'failure_rate':0.319},"
+    "{'experiment':'E1','condition':'slow','policy':'resend-once','requests':100,'scale':1,"
+    "'seed':7,'failure_rate':0.489},"
+    "{'experiment':'E2','condition':'dawn-peak','policy':'fixed-1s-x4','requests':1200,"
+    "'scale':1,'seed':7,'retry_success_rate':0,'saved_by_retry':0,'requests_with_5xx':720},"
+    "{'experiment':'E2','condition':'dawn-peak','policy':'exp-jitter-x3','requests':1200,"
+    "'scale':1,'seed':7,'retry_success_rate':0.657,'saved_by_retry':473,"
+    "'requests_with_5xx':720},"
+    "{'experiment':'E3','condition':'outage','policy':'immediate-x5','rate_per_s':10,"
+    "'duration_s':6,'scale':1,'seed':7,'gateway_arrivals':160,"
+    "'phases':[{'phase':'before','start_s':0,'gateway_arrivals':20},"
+    "{'phase':'outage','start_s':2,'gateway_arrivals':120},"
+    "{'phase':'after','start_s':4,'gateway_arrivals':20}],"
+    "'arrivals_per_s':[10,10,60,60,10,10]},"
+    "{'experiment':'E3','condition':'outage','policy':'backoff-1-2-4+breaker','rate_per_s':10,"
+    "'duration_s':6,'scale':1,'seed':7,'gateway_arrivals':40,"
+    "'phases':[{'phase':'before','start_s':0,'gateway_arrivals':20},"
+    "{'phase':'outage','start_s':2,'gateway_arrivals':10},"
+    "{'phase':'after','start_s':4,'gateway_arrivals':10}],"
+    "'arrivals_per_s':[10,10,10,0,0,10]}]";
+
+/* Run plot.sh on `json` in `dir` (results.json, the SVGs and its output, all there). Returns its
+ * exit status. */
+static int run_plot(const char *dir, const char *json)
+{
+    char path[FG_PATH_LEN], cmd[3 * FG_PATH_LEN];
+    snprintf(path, sizeof path, "%s/results.json", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert(f != NULL);
+    fputs(json, f);
+    ck_assert_int_eq(fclose(f), 0);
+    snprintf(cmd, sizeof cmd, "%s '%s' '%s' >'%s/log' 2>&1", PLOT_SH, path, dir, dir);
+    int st = system(cmd);
+    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The file `dir`/`name`, or NULL if there is none. Caller frees. */
+static char *slurp(const char *dir, const char *name)
+{
+    char path[FG_PATH_LEN];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0, got;
+    char *buf = malloc(cap);
+    ck_assert(buf != NULL);
+    while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (cap - n < 2) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            ck_assert(buf != NULL);
+        }
+    }
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+static void remove_in(const char *dir, const char *name)
+{
+    char path[FG_PATH_LEN];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    unlink(path);
+}
+
+START_TEST(test_plot_sh_draws_three_titled_svgs_from_results_json)
+{
+    char dir[] = "/tmp/fakegate-plot-XXXXXX";
+    ck_assert(mkdtemp(dir) != NULL);
+    char *json = dq(SYNTHETIC);
+    int st = run_plot(dir, json);
+    free(json);
+    char *log = slurp(dir, "log");
+    ck_assert_msg(st == 0, "plot.sh exit %d: %s", st, log ? log : "");
+    free(log);
+    /* each: an SVG with its title (as RESULTS.md's alt text), axis labels with units, the
+     * policies in its legend, and a <desc> that gives the numbers, not gnuplot's own */
+    static const struct {
+        const char *file, *title, *label, *legend, *desc;
+    } want[] = {
+        {"e1.svg", "E1: failure rate by policy and condition", "payments failed (% of requests)",
+         "resend-once", "lossy: no-resend 13.5 %, resend-once 1.8 %"},
+        {"e2.svg", "E2: share of throttled payments a retry saved",
+         "saved by a retry (%)", "dawn-peak", "exp-jitter-x3: 473 of 720 saved (65.7 %)"},
+        {"e3.svg", "E3: gateway arrivals per second through the outage",
+         "confirms reaching the gateway (per s)", "backoff-1-2-4+breaker",
+         "immediate-x5: 120 arrivals during the outage, at most 60 in a second"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        char *svg = slurp(dir, want[i].file);
+        ck_assert_msg(svg != NULL, "%s not written", want[i].file);
+        char title[160];
+        snprintf(title, sizeof title, "<title>%s</title>", want[i].title);
+        ck_assert_msg(strstr(svg, "<svg") != NULL, "%s: not an SVG", want[i].file);
+        ck_assert_msg(strstr(svg, title) != NULL, "%s: no %s", want[i].file, title);
+        ck_assert_msg(strstr(svg, want[i].label) != NULL, "%s: no axis label '%s'",
+                      want[i].file, want[i].label);
+        ck_assert_msg(strstr(svg, want[i].legend) != NULL, "%s: no '%s' in the legend",
+                      want[i].file, want[i].legend);
+        const char *desc = strstr(svg, "<desc>");
+        ck_assert_msg(desc != NULL && strstr(desc, want[i].desc) != NULL &&
+                          strstr(svg, "Produced by GNUPLOT") == NULL,
+                      "%s: <desc> without '%s'", want[i].file, want[i].desc);
+        free(svg);
+        remove_in(dir, want[i].file);
+    }
+    /* rows it cannot draw from: said, nothing written, not an error */
+    ck_assert_int_eq(run_plot(dir, "[]"), 0);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        char *svg = slurp(dir, want[i].file);
+        ck_assert_msg(svg == NULL, "%s drawn from no rows", want[i].file);
+    }
+    log = slurp(dir, "log");
+    ck_assert_msg(log != NULL && strstr(log, "e3.svg not drawn") != NULL, "log: %s",
+                  log ? log : "");
+    free(log);
+    remove_in(dir, "log");
+    remove_in(dir, "results.json");
+    ck_assert_int_eq(rmdir(dir), 0);
 }
 END_TEST
 
@@ -236,5 +398,10 @@ Suite *make_suite(void)
         tcase_add_test(tc, test_e4_reference_consumer_survives_duplicated_delayed_dropped_webhooks);
     }
     suite_add_tcase(su, tc);
+    /* no timing in it: runs under SANITIZE=1 too */
+    TCase *fig = tcase_create("figures");
+    tcase_set_timeout(fig, 60);
+    tcase_add_test(fig, test_plot_sh_draws_three_titled_svgs_from_results_json);
+    suite_add_tcase(su, fig);
     return su;
 }
