@@ -937,7 +937,7 @@ if want 9; then
             curl -s -o /dev/null -w 'deliveries %{http_code} %{time_total} %{size_download}\n' \
                 "http://127.0.0.1:$P_PORT/__admin/webhooks/deliveries?limit=20" >>"$T/page_polls.txt"
         fi
-        left=$(awk -v a="${t_start//[.,]/}" -v b="${EPOCHREALTIME//[.,]/}" 'BEGIN{l = 1 - (b - a) / 1e6; printf "%.3f", l > 0 ? l : 0}')
+        left=$(awk -v a="${t_start//[.,]/}" -v b="${EPOCHREALTIME//[.,]/}" 'BEGIN{l = 1 - (b - a) / 1e6; printf "%.3f", (l > 0 ? l : 0)}')
         sleep "$left"
     done
     p1=$(cpu_ns "$P_PID")
