@@ -3,7 +3,8 @@
  * 1 with any (or when fakegate does not exit 0 on SIGTERM afterwards), 2 when the run could not
  * be made.
  *
- *   stress [--requests N] [--threads N] [--payments N] [--resets N] [--seed N] [--quiet]
+ *   stress [--requests N] [--threads N] [--payments N] [--window N] [--resets N] [--seed N]
+ *          [--quiet]
  *
  * STRESS_REQUESTS=N in the environment sets --requests (the default is 10^6). */
 #define _POSIX_C_SOURCE 200809L
@@ -17,8 +18,8 @@
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: stress [--requests N] [--threads N] [--payments N] [--resets N] "
-                    "[--seed N] [--quiet]\n");
+    fprintf(stderr, "usage: stress [--requests N] [--threads N] [--payments N] [--window N] "
+                    "[--resets N] [--seed N] [--quiet]\n");
 }
 
 static bool number(const char *s, long long *out)
@@ -66,6 +67,8 @@ int main(int argc, char **argv)
             c.threads = (int)v;
         else if (strcmp(a, "--payments") == 0)
             c.payments = (int)v;
+        else if (strcmp(a, "--window") == 0)
+            c.window = (int)v;
         else if (strcmp(a, "--resets") == 0)
             c.resets = (int)v;
         else if (strcmp(a, "--seed") == 0)
