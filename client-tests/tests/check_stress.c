@@ -3,7 +3,8 @@
  * resends, other-key resends and keyless resends racing a 5-20 ms processing latency. Also: 128
  * requests that become readable at once are all answered (libmicrohttpd 0.9.75's 128-event stall,
  * worked around in http.c). Whatever the interleaving, each paymentKey is approved once, and every
- * 200 is that one approval. */
+ * 200 is that one approval. And the small form of `make stress` (client-tests/stress.c): confirms,
+ * cancels and reads under lost requests and responses, with a reset, checked against the ledger. */
 #define _GNU_SOURCE
 
 #include <arpa/inet.h>
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "stress.h"
 #include "testkit.h"
 
 #define N_THREADS 64
@@ -400,6 +402,45 @@ START_TEST(test_128_requests_ready_at_once_are_answered)
 }
 END_TEST
 
+/* `make stress` in small (client-tests/stress.c): 20 000 requests from 8 keep-alive clients over
+ * 1 000 paymentKeys -- confirms under the same key, a new key and none, partial and full cancels
+ * and their resends, reads by paymentKey and orderId -- under a profile with latency, lost
+ * requests and lost responses, and one reset at a barrier. Both epochs' ledgers and transactions
+ * agree with every answer the clients got: one approval per payment, every acknowledged cancel
+ * applied once, no read behind an earlier answer, no record left PROCESSING. */
+START_TEST(test_lossy_mix_with_a_reset_agrees_with_the_ledger)
+{
+    fg_opts o = {.args = st_server_args};
+    fg_server *s = start_server(&o);
+    st_config c;
+    st_config_default(&c);
+    c.requests = 20000;
+    c.threads = 8;
+    c.payments = 1000;
+    c.window = 64;
+    c.resets = 1;
+    st_result r;
+    char err[FG_ERR_LEN];
+    ck_assert_msg(st_run(s, &c, &r, err) == 0, "stress: %s", err);
+    ck_assert_msg(r.violations == 0, "%ld violations; first: %s", r.violations,
+                  r.n_examples > 0 ? r.examples[0] : "-");
+    ck_assert_int_eq(r.epochs, 2);
+    ck_assert_int_eq(r.requests, 20000);
+    /* The mix happened: approvals, replays, acknowledged cancels, losses both ways, timeouts. */
+    ck_assert_int_gt(r.charges, c.payments);
+    ck_assert_int_eq(r.max_charges, 1);
+    ck_assert_int_gt(r.server_outcomes[ST_SRV_REPLAYED], 0);
+    ck_assert_int_gt(r.cancels_acked, 0);
+    ck_assert_int_eq(r.cancels_acked_applied, r.cancels_acked);
+    ck_assert_int_gt(r.server_outcomes[ST_SRV_DROPPED_REQUEST], 0);
+    ck_assert_int_gt(r.server_outcomes[ST_SRV_DROPPED_RESPONSE], 0);
+    ck_assert_int_gt(r.by[ST_CONFIRM_SAME_KEY][ST_TIMEOUT], 0);
+    ck_assert_int_eq(r.server_outcomes[ST_SRV_INVALID] + r.server_outcomes[ST_SRV_UNAUTHORIZED], 0);
+    ck_assert_int_gt(r.probes, 0);
+    stop_server(s);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *su = suite_create("blackbox_stress");
@@ -407,5 +448,7 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_concurrent_confirms_charge_each_payment_once);
     TCase *tr = add_tcase(su, "ready_at_once", 30);
     tcase_add_test(tr, test_128_requests_ready_at_once_are_answered);
+    TCase *tm = add_tcase(su, "lossy_mix_with_reset", 60);
+    tcase_add_test(tm, test_lossy_mix_with_a_reset_agrees_with_the_ledger);
     return su;
 }
