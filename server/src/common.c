@@ -67,10 +67,19 @@ void fmt_kst(int64_t unix_us, char out[32])
     memcpy(out + 19, "+09:00", 7);
 }
 
+bool date_time_form(const char *s)
+{
+    static const char layout[] = "dddd-dd-ddTdd:dd:dd";
+    for (size_t i = 0; layout[i] != '\0'; i++) /* stops at a NUL: it matches nothing */
+        if (layout[i] == 'd' ? s[i] < '0' || s[i] > '9' : s[i] != layout[i])
+            return false;
+    return true;
+}
+
 bool parse_kst(const char *s, int64_t *out)
 {
     int y, mo, d, h, mi, se, n = 0;
-    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 ||
+    if (!s || !date_time_form(s) || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 ||
         n != 19)
         return false;
     const char *rest = s + n;

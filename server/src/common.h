@@ -27,6 +27,11 @@ int64_t now_unix_us(void);
  * (docs/edge-rules.md §7 "Time"). */
 void fmt_kst(int64_t unix_us, char out[32]);
 
+/* True when `s` begins with "yyyy-MM-ddTHH:mm:ss" written in digits, which sscanf's %d alone
+ * does not ensure: it also takes a sign or leading spaces ("T+1:00:00", "T 1:00:00").
+ * Thread: any; pure. */
+bool date_time_form(const char *s);
+
 /* Read `s` ("yyyy-MM-ddTHH:mm:ss", optionally ".S" to ".SSSSSS", no offset: Korea time, as
  * GET /v1/transactions takes its startDate and endDate, docs/api.md §2.2) into *out, Unix
  * seconds (the fraction dropped). False, *out untouched, for NULL, another form or no calendar
