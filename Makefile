@@ -11,6 +11,8 @@
 #                         root file system that has only make (root; docker/fresh-test.sh)
 #   make experiments [SCALE=0.1] [ONLY=E4]   the experiments E1-E4; writes client-tests/RESULTS.md
 #   make bench            fakegate against nginx and a bare libmicrohttpd server; BENCHMARKS.md
+#   make fuzz [SECONDS=60]  each libFuzzer harness (server/tests/fuzz) for SECONDS seconds, with
+#                         clang under ASan + UBSan (build/fuzz); fails on any finding
 #   make install          install the binary and the shipped profiles (PREFIX=/usr/local,
 #                         DESTDIR=)
 #   make uninstall        remove what `make install` installed (the same PREFIX and DESTDIR)
