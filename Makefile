@@ -14,6 +14,8 @@
 #   make bench            fakegate against nginx and a bare libmicrohttpd server; BENCHMARKS.md
 #   make stress [STRESS_REQUESTS=N]   10^6 confirms, resends, cancels and reads from 32 threads
 #                         under a lossy profile with resets, the ledger checked (not in make test)
+#   make fuzz [SECONDS=60]  each libFuzzer harness (server/tests/fuzz) for SECONDS seconds, with
+#                         clang under ASan + UBSan (build/fuzz); fails on any finding
 #   make install          install the binary and the shipped profiles (PREFIX=/usr/local,
 #                         DESTDIR=)
 #   make uninstall        remove what `make install` installed (the same PREFIX and DESTDIR)
@@ -233,3 +235,51 @@ install: all
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/fakegate $(addprefix $(DESTDIR)$(PROFDIR)/,$(notdir $(PROFILE_JSON)))
 	-rmdir $(DESTDIR)$(PROFDIR) $(DESTDIR)$(PREFIX)/share/fakegate 2>/dev/null
+
+# ---- fuzzing: `make fuzz [SECONDS=60]` (not part of `make test`) -------------------------------
+# libFuzzer harnesses (server/tests/fuzz/fuzz_NAME.c), one per parser of outside bytes: request
+# bodies, profile JSON (its webhooks section too), the X-Fakegate-Fault and -Latency-Ms headers,
+# query strings, Basic auth, paths and the Idempotency-Key, receiver URLs. Each is built with
+# clang -g -O1 -fsanitize=fuzzer,address,undefined (undefined behaviour aborts) against the
+# server's objects compiled again with clang into build/fuzz/obj (build/obj is left alone), then
+# run for SECONDS seconds, one after another (scripts/run-fuzz), on a copy of its seeds
+# (server/tests/fuzz/corpus/NAME -> build/fuzz/corpus/NAME) with its dictionary (NAME.dict).
+# Prints each one's executions per second; fails if any finds a crash, a leak, undefined
+# behaviour or a broken property, printing the input and the command that replays it.
+# scripts/install-deps fuzz installs clang and its runtimes when missing.
+SECONDS   ?= 60
+FUZZ      := build/fuzz
+FUZZ_CC   := clang
+FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS = -std=c11 $(WARN) -g -O1 $(FUZZ_SAN) -MMD -MP -pthread \
+              $(shell pkg-config --cflags $(SRV_PKGS) 2>/dev/null)
+FUZZ_SRC  := $(wildcard server/tests/fuzz/fuzz_*.c)
+FUZZ_BIN  := $(FUZZ_SRC:server/tests/fuzz/%.c=$(FUZZ)/%)
+FUZZ_LIB  := $(patsubst %.c,$(FUZZ)/obj/%.o,$(filter-out server/src/main.c,$(SRV_SRC)))
+
+.PHONY: fuzz fuzz-deps
+fuzz: fuzz-deps $(FUZZ_BIN)
+	@scripts/run-fuzz $(SECONDS) $(FUZZ_BIN)
+
+fuzz-deps:
+	@scripts/install-deps fuzz
+
+# Coverage instrumentation (fuzzer-no-link) for the server's objects and the harnesses alike;
+# only the link adds libFuzzer's main.
+$(FUZZ)/obj/%.o: %.c | fuzz-deps
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -iquote server/src $(FUZZ_INC) -c -o $@ $<
+
+$(FUZZ)/fuzz_%: $(FUZZ)/obj/server/tests/fuzz/fuzz_%.o $(FUZZ_LIB)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS_SRV)
+
+$(FUZZ)/gen/profiles.inc: scripts/embed-profiles $(PROFILE_JSON)
+	@mkdir -p $(dir $@)
+	scripts/embed-profiles $(PROFILE_JSON) > $@.tmp && mv $@.tmp $@
+
+$(FUZZ)/obj/server/src/profile_builtin.o: $(FUZZ)/gen/profiles.inc
+$(FUZZ)/obj/server/src/profile_builtin.o: FUZZ_INC := -iquote $(FUZZ)/gen
+$(FUZZ)/obj/server/src/ui_assets.o: $(wildcard server/ui/*.html server/ui/*.js server/ui/*.css) \
+  $(wildcard server/ui/vendor/*.js server/ui/vendor/*.css server/ui/vendor/*.txt)
+
+-include $(shell find $(FUZZ)/obj -name '*.d' 2>/dev/null)

@@ -299,17 +299,12 @@ enum handler_result admin_reset(struct gateway *g, struct request *r)
     return describe(g, r, t);
 }
 
-#define MAX_FILTERS 16 /* more parameters than there are filters: one is repeated */
-
-enum handler_result admin_requests(struct gateway *g, struct request *r)
+size_t admin_requests_filter(const struct request *r, struct journal_filter *f,
+                             char *values[ADMIN_MAX_FILTERS], char err[ERR_LEN])
 {
-    struct tenant *t;
-    if (!admin_tenant(g, r, false, &t))
-        return H_RESPOND;
-    struct journal_filter f = {.route = -1, .status = -1, .outcome = -1};
-    char *values[MAX_FILTERS];
+    *f = (struct journal_filter){.route = -1, .status = -1, .outcome = -1};
     size_t n_values = 0;
-    char err[ERR_LEN] = "";
+    err[0] = '\0';
     /* Every parameter is a filter: a misspelt one must not silently match everything. */
     for (const char *p = r->query; p && *p && !err[0]; p += strcspn(p, "&"), p += *p == '&') {
         size_t len = strcspn(p, "=&");
@@ -317,15 +312,27 @@ enum handler_result admin_requests(struct gateway *g, struct request *r)
             continue;
         char name[32];
         snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), p);
-        char *value = n_values < MAX_FILTERS ? request_query(r, name) : NULL;
+        char *value = n_values < ADMIN_MAX_FILTERS ? request_query(r, name) : NULL;
         if (!value) {
-            snprintf(err, sizeof err, "%s: %s", name,
-                     n_values < MAX_FILTERS ? "a value is required" : "too many filters");
+            snprintf(err, ERR_LEN, "%s: %s", name,
+                     n_values < ADMIN_MAX_FILTERS ? "a value is required" : "too many filters");
             break;
         }
         values[n_values++] = value;
-        journal_filter_set(&f, name, value, err, sizeof err);
+        journal_filter_set(f, name, value, err, ERR_LEN);
     }
+    return n_values;
+}
+
+enum handler_result admin_requests(struct gateway *g, struct request *r)
+{
+    struct tenant *t;
+    if (!admin_tenant(g, r, false, &t))
+        return H_RESPOND;
+    struct journal_filter f;
+    char *values[ADMIN_MAX_FILTERS];
+    char err[ERR_LEN];
+    size_t n_values = admin_requests_filter(r, &f, values, err);
     enum handler_result h;
     if (err[0]) {
         request_error(r, "INVALID_REQUEST", err);

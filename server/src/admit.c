@@ -60,23 +60,14 @@ static bool is_ows(char c)
     return c == ' ' || c == '\t';
 }
 
-/* Authorization: Basic base64(secretKey + ":") (docs/api.md §2). The scheme name is
- * case-insensitive (RFC 9110 §11.1) and whitespace around the credentials is not part of them
- * (RFC 9110 §5.5, §11.4), so "basic", "BASIC", several spaces after the scheme and trailing
- * spaces all pass; anything else after the credentials does not. */
-static bool authenticate(struct gateway *g, struct request *r)
+enum basic_auth admit_basic_key(const char *authorization, char **key)
 {
-    if (!r->authorization) {
-        request_error(r, "UNAUTHORIZED_KEY", NULL);
-        return false;
-    }
-    const char *h = r->authorization;
+    *key = NULL;
+    const char *h = authorization;
     while (is_ows(*h))
         h++;
-    if (strncasecmp(h, "Basic", 5) != 0 || !is_ows(h[5])) {
-        request_error(r, "INCORRECT_BASIC_AUTH_FORMAT", NULL);
-        return false;
-    }
+    if (strncasecmp(h, "Basic", 5) != 0 || !is_ows(h[5]))
+        return BASIC_AUTH_FORMAT;
     h += 5;
     while (is_ows(*h))
         h++;
@@ -84,21 +75,41 @@ static bool authenticate(struct gateway *g, struct request *r)
     while (n > 0 && is_ows(h[n - 1]))
         n--;
     char *cred = strndup(h, n);
-    if (!cred) {
-        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
-        r->resp.internal = true;
-        return false;
-    }
+    if (!cred)
+        return BASIC_AUTH_OOM;
     size_t len;
     char *dec = base64_decode_strict(cred, &len);
     free(cred);
     char *colon = dec ? memchr(dec, ':', len) : NULL;
     if (!colon || memchr(dec, '\0', len)) {
         free(dec);
-        request_error(r, "INCORRECT_BASIC_AUTH_FORMAT", NULL);
-        return false;
+        return BASIC_AUTH_FORMAT;
     }
     *colon = '\0';
+    *key = dec;
+    return BASIC_AUTH_OK;
+}
+
+/* Authorization: Basic base64(secretKey + ":") (docs/api.md §2), read by admit_basic_key; the
+ * key must be accepted and its tenant found or made. */
+static bool authenticate(struct gateway *g, struct request *r)
+{
+    if (!r->authorization) {
+        request_error(r, "UNAUTHORIZED_KEY", NULL);
+        return false;
+    }
+    char *dec = NULL;
+    switch (admit_basic_key(r->authorization, &dec)) {
+    case BASIC_AUTH_OK:
+        break;
+    case BASIC_AUTH_FORMAT:
+        request_error(r, "INCORRECT_BASIC_AUTH_FORMAT", NULL);
+        return false;
+    case BASIC_AUTH_OOM:
+        request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
+        r->resp.internal = true;
+        return false;
+    }
     if (!admit_key_accepted(g->cfg, dec)) {
         free(dec);
         request_error(r, "UNAUTHORIZED_KEY", NULL);

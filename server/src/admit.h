@@ -42,6 +42,19 @@ bool admit_idempotency_key(struct request *r);
  * given any key starting test_sk_ or test_gsk_ (docs/api.md §2). Thread: any. */
 bool admit_key_accepted(const struct config *cfg, const char *key);
 
+/* What an Authorization header's Basic credentials hold (admit_basic_key). */
+enum basic_auth { BASIC_AUTH_OK, BASIC_AUTH_FORMAT, BASIC_AUTH_OOM };
+
+/* Read the secret key from an Authorization value "Basic base64(secretKey:password)"
+ * (docs/api.md §2; the password, usually empty, is ignored). The scheme name is
+ * case-insensitive (RFC 9110 §11.1) and whitespace around the credentials is not part of them
+ * (RFC 9110 §5.5, §11.4), so "basic", "BASIC", several spaces after the scheme and trailing
+ * spaces all pass; anything else after the credentials does not, nor a decoded text without
+ * ':' or with a NUL. BASIC_AUTH_OK: *key is the part before the first ':' (caller frees);
+ * otherwise *key is NULL (BASIC_AUTH_FORMAT: 400 INCORRECT_BASIC_AUTH_FORMAT). Whether the key
+ * is accepted is admit_key_accepted's. Pure; thread: any. */
+enum basic_auth admit_basic_key(const char *authorization, char **key);
+
 /* Decode standard base64 (RFC 4648 alphabet, '=' padding optional but only at the end) of
  * `in` (NUL-terminated) into a new NUL-terminated buffer (caller frees). Returns NULL on any
  * invalid character, misplaced padding or impossible length. *out_len gets the byte count. */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common.h"
 #include "jsonpos.h"
 #include "ledger.h"
 #include "rng.h"
@@ -408,7 +409,8 @@ bool body_cancel(struct request *r, const struct body *b)
 static bool parse_due_date(const char *s, int64_t *out_us)
 {
     int y, mo, d, h, mi, se, n = 0;
-    if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 || n != 19)
+    if (!date_time_form(s) ||
+        sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 || n != 19)
         return false;
     const char *rest = s + n;
     if (*rest == '.') {
@@ -423,7 +425,10 @@ static bool parse_due_date(const char *s, int64_t *out_us)
         rest++;
     } else if (*rest == '+' || *rest == '-') {
         int oh, om, m = 0;
-        if (sscanf(rest + 1, "%2d:%2d%n", &oh, &om, &m) != 2 || m != 5 || oh > 23 || om > 59)
+        /* digits only: %2d alone also takes "+-9:00" or "+ 9:00" */
+        if (strspn(rest + 1, "0123456789") != 2 || rest[3] != ':' ||
+            strspn(rest + 4, "0123456789") < 2 ||
+            sscanf(rest + 1, "%2d:%2d%n", &oh, &om, &m) != 2 || m != 5 || oh > 23 || om > 59)
             return false;
         offset_s = (*rest == '+' ? 1 : -1) * (oh * 3600 + om * 60);
         rest += 6;

@@ -1,7 +1,8 @@
-/* common.c -- clocks. */
-#define _POSIX_C_SOURCE 200809L
+/* common.c -- clocks, and Korea-time dates written and read. */
+#define _DEFAULT_SOURCE
 #include "common.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -64,6 +65,40 @@ void fmt_kst(int64_t unix_us, char out[32])
     out[16] = ':';
     put2(out + 17, (unsigned)(sod % 60));
     memcpy(out + 19, "+09:00", 7);
+}
+
+bool date_time_form(const char *s)
+{
+    static const char layout[] = "dddd-dd-ddTdd:dd:dd";
+    for (size_t i = 0; layout[i] != '\0'; i++) /* stops at a NUL: it matches nothing */
+        if (layout[i] == 'd' ? s[i] < '0' || s[i] > '9' : s[i] != layout[i])
+            return false;
+    return true;
+}
+
+bool parse_kst(const char *s, int64_t *out)
+{
+    int y, mo, d, h, mi, se, n = 0;
+    if (!s || !date_time_form(s) || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 ||
+        n != 19)
+        return false;
+    const char *rest = s + n;
+    if (*rest == '.') {
+        rest++;
+        size_t digits = strspn(rest, "0123456789");
+        if (digits < 1 || digits > 6)
+            return false;
+        rest += digits;
+    }
+    static const int mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (*rest || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || (mo == 2 && d == 29 && !leap) ||
+        h > 23 || mi > 59 || se > 60)
+        return false; /* 2026-02-30 is no day: timegm would read it as March 2 */
+    struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h,
+                    .tm_min = mi, .tm_sec = se};
+    *out = (int64_t)timegm(&tm) - 9 * 3600;
+    return true;
 }
 
 int hex_digit(char c)

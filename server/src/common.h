@@ -4,6 +4,7 @@
 #ifndef FAKEGATE_COMMON_H
 #define FAKEGATE_COMMON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +26,17 @@ int64_t now_unix_us(void);
  * Toss writes: "2024-02-13T12:17:57+09:00" (25 chars + NUL), whatever the host's time zone
  * (docs/edge-rules.md §7 "Time"). */
 void fmt_kst(int64_t unix_us, char out[32]);
+
+/* True when `s` begins with "yyyy-MM-ddTHH:mm:ss" written in digits, which sscanf's %d alone
+ * does not ensure: it also takes a sign or leading spaces ("T+1:00:00", "T 1:00:00").
+ * Thread: any; pure. */
+bool date_time_form(const char *s);
+
+/* Read `s` ("yyyy-MM-ddTHH:mm:ss", optionally ".S" to ".SSSSSS", no offset: Korea time, as
+ * GET /v1/transactions takes its startDate and endDate, docs/api.md §2.2) into *out, Unix
+ * seconds (the fraction dropped). False, *out untouched, for NULL, another form or no calendar
+ * day (2026-02-30). Thread: any; pure. */
+bool parse_kst(const char *s, int64_t *out);
 
 /* The value of hexadecimal digit `c` (either case), or -1 if it is none. Thread: any. */
 int hex_digit(char c);

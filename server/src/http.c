@@ -492,7 +492,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return MHD_NO;
 }
 
-static void mhd_log(void *cls, const char *fmt, va_list ap)
+/* A printf-like logger (libmicrohttpd's format, its arguments): saying so lets clang's
+ * -Wformat-nonliteral accept the format passed on to vsnprintf and vfprintf. */
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     struct http_server *h = cls;
     if (atomic_load(&h->starting)) {

@@ -392,32 +392,6 @@ static enum handler_result cancel_commit(struct gateway *g, struct request *r)
 
 /* --- reads -------------------------------------------------------------------------------- */
 
-/* "yyyy-MM-ddTHH:mm:ss[.SSS]" read in Korea time → Unix seconds. */
-static bool parse_kst(const char *s, int64_t *out)
-{
-    int y, mo, d, h, mi, se, n = 0;
-    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 ||
-        n != 19)
-        return false;
-    const char *rest = s + n;
-    if (*rest == '.') {
-        rest++;
-        size_t digits = strspn(rest, "0123456789");
-        if (digits < 1 || digits > 6)
-            return false;
-        rest += digits;
-    }
-    static const int mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    if (*rest || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || (mo == 2 && d == 29 && !leap) ||
-        h > 23 || mi > 59 || se > 60)
-        return false; /* 2026-02-30 is no day: timegm would read it as March 2 */
-    struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h,
-                    .tm_min = mi, .tm_sec = se};
-    *out = (int64_t)timegm(&tm) - 9 * 3600;
-    return true;
-}
-
 struct tx_query {
     const char *after;             /* startingAfter, or NULL */
     int64_t start, end;            /* Unix seconds, inclusive */
