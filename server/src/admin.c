@@ -354,7 +354,7 @@ enum handler_result admin_metrics(struct gateway *g, struct request *r)
 {
     struct buf b;
     buf_init(&b);
-    metrics_render(&b, &g->metrics, &g->flight);
+    metrics_render(&b, &g->metrics, &g->flight, gateway_idem_records(g));
     if (g->webhooks)
         webhooks_render_metrics(g->webhooks, &b);
     enum handler_result h = admin_respond(r, 200, &b);

@@ -241,15 +241,22 @@ void gateway_with_applied(struct gateway *g, void (*fn)(const struct applied *a,
 int64_t gateway_now_us(const struct gateway *g);
 
 /* Move the gateway clock forward by `us` (>= 0) microseconds, then expire every session that is
- * over at the new time (gateway_sweep_expired) and wake the webhook dispatcher, so whatever
+ * over at the new time and free the idempotency records past their TTL (gateway_sweep_expired)
+ * and wake the webhook dispatcher, so whatever
  * fell due fires at once, in due order. Thread: any (not under the store lock). */
 void gateway_clock_advance(struct gateway *g, int64_t us);
 
 /* Expire every session whose --session-ttl is over at gateway_now_us (docs/api.md §2.1), in
  * creation order, each with its EXPIRED event; a session a confirm holds is looked at again on
- * the next sweep. Amortised O(1) per payment. Returns how many expired. Thread: any (not under
- * the store lock); the webhook dispatcher calls it once a second. */
+ * the next sweep. Amortised O(1) per payment. Then free the idempotency records whose
+ * --idempotency-ttl is over (docs/idempotency.md §3), oldest first, in batches under the store
+ * lock so no request waits long behind it. Returns how many sessions expired. Thread: any (not
+ * under the store lock); the webhook dispatcher calls it once a second. */
 size_t gateway_sweep_expired(struct gateway *g);
+
+/* The idempotency records every tenant holds now (fakegate_idempotency_records). Takes the
+ * store lock once per tenant. Thread: any (not under the store lock). */
+size_t gateway_idem_records(struct gateway *g);
 
 /* Expire p of store s if its session is over (--session-ttl; docs/api.md §2.1) or, for a
  * virtual account, its due date (docs/virtual-accounts.md §6.6). True if p is EXPIRED. Store

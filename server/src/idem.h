@@ -1,8 +1,10 @@
 /* idem.h -- idempotency records: claim / complete / release / replay (docs/idempotency.md §3).
  * A record is keyed by its scope (secret key, Idempotency-Key, method, path) and is PROCESSING
  * from the claim until its owner completes it (DONE, holding the exact response) or releases
- * it (deleted). Only the owner may complete or release. Pure data, no lock: the gateway's store
- * lock guards every call, so for one scope at most one request ever holds the claim. */
+ * it (deleted). Only the owner may complete or release. Every record is also on a list in claim
+ * order, which is expiry order (one TTL for all), so idem_sweep frees expired records oldest
+ * first without looking at live ones. Pure data, no lock: the gateway's store lock guards every
+ * call, so for one scope at most one request ever holds the claim. */
 #ifndef FAKEGATE_IDEM_H
 #define FAKEGATE_IDEM_H
 
@@ -38,11 +40,13 @@ struct idem_record {
     int64_t expires_ns;          /* business time (the gateway clock), ns since the epoch */
     uint64_t body_hash;          /* hash of the first request's canonical body */
     struct idem_response resp;   /* DONE only */
+    struct idem_record *older, *newer; /* the expiry list (claim order) */
 };
 
 struct idem_store {
     struct strmap map;
     int64_t ttl_ns;
+    struct idem_record *oldest, *newest; /* the expiry list's ends, NULL when empty */
 };
 
 /* Build the scope key into out (caller frees): the four parts joined by NUL bytes.
@@ -76,5 +80,12 @@ int idem_release(struct idem_store *s, struct idem_record *rec, const void *owne
 
 /* Number of live records (expired ones not yet swept included). */
 size_t idem_count(const struct idem_store *s);
+
+/* Delete the DONE records expired at now_ns, oldest first, looking at `budget` records at most,
+ * and stop at the first one not yet expired: the cost is the expired records, never the live
+ * ones. An expired record still PROCESSING cannot go (its owner will complete or release it):
+ * it is moved to the newest end, and freed by a later sweep or lookup once it is DONE. Returns
+ * how many were deleted; *more (if not NULL) is set when the budget ran out first. */
+size_t idem_sweep(struct idem_store *s, int64_t now_ns, size_t budget, bool *more);
 
 #endif

@@ -189,6 +189,16 @@ int store_idem_release(struct store *s, struct idem_record *rec, const void *own
     return rc;
 }
 
+size_t store_idem_sweep(struct store *s, int64_t now_ns, size_t budget, bool *more)
+{
+    return idem_sweep(&s->idem, now_ns, budget, more);
+}
+
+size_t store_idem_count(const struct store *s)
+{
+    return idem_count(&s->idem);
+}
+
 uint32_t store_attempts_next(struct store *s, enum route_id route, const char *identity)
 {
     return attempts_next(&s->attempts, route, identity);

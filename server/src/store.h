@@ -126,6 +126,12 @@ struct idem_record *store_idem_claim(struct store *s, const char *scope, size_t 
 int store_idem_complete(struct store *s, struct idem_record *rec, const void *owner,
                         struct idem_response *resp);
 int store_idem_release(struct store *s, struct idem_record *rec, const void *owner);
+/* idem_sweep on the store's records: delete those expired at now_ns (the gateway clock), oldest
+ * first, looking at `budget` at most; *more set when the budget ran out first. Returns how many
+ * went. */
+size_t store_idem_sweep(struct store *s, int64_t now_ns, size_t budget, bool *more);
+/* How many idempotency records the store holds (expired ones not yet swept included). */
+size_t store_idem_count(const struct store *s);
 
 /* --- attempt counters (docs/profiles.md §4 "attempts") --- */
 
