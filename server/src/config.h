@@ -32,6 +32,8 @@ struct config {
     size_t n_webhook_urls;
     size_t webhook_max_pending; /* --webhook-max-pending (0 = WEBHOOK_MAX_PENDING_DEFAULT) */
     size_t max_tenants;         /* --max-tenants (0 = GATEWAY_MAX_TENANTS_DEFAULT, 10 000) */
+    size_t max_idempotency_records; /* --max-idempotency-records, per tenant
+                                       (0 = GATEWAY_MAX_IDEM_RECORDS_DEFAULT) */
     size_t report_max_identities; /* --report-max-identities: the report's bound on identities
                                      (0 = REPORT_MAX_IDENTITIES_DEFAULT, 1 000 000) */
 };

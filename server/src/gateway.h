@@ -36,6 +36,9 @@ struct applied {
 #define GATEWAY_MAX_SUBSCRIBERS 4
 /* Default of --max-tenants. */
 #define GATEWAY_MAX_TENANTS_DEFAULT 10000
+/* Default of --max-idempotency-records, per tenant: about 380 bytes a record (a stored
+ * business error under a 20-character key, measured), so some 380 MB at the bound. */
+#define GATEWAY_MAX_IDEM_RECORDS_DEFAULT 1000000
 
 /* One merchant: the state of one secret key (docs/tenants.md §9). Created on its key's first
  * use (or by an admin call naming it) and kept until exit, so a pointer to it stays valid;

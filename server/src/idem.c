@@ -33,6 +33,7 @@ void idem_init(struct idem_store *s, int64_t ttl_ns)
     strmap_init(&s->map);
     s->ttl_ns = ttl_ns;
     s->oldest = s->newest = NULL;
+    s->max_records = 0;
 }
 
 static void list_unlink(struct idem_store *s, struct idem_record *r)
@@ -112,6 +113,8 @@ struct idem_record *idem_lookup(struct idem_store *s, const char *scope, size_t 
 struct idem_record *idem_claim(struct idem_store *s, const char *scope, size_t len,
                                const void *owner, uint64_t body_hash, int64_t now_ns)
 {
+    if (s->max_records && s->map.len >= s->max_records)
+        return NULL;
     struct idem_record *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
@@ -190,4 +193,16 @@ size_t idem_sweep(struct idem_store *s, int64_t now_ns, size_t budget, bool *mor
             moved = r;
     }
     return deleted;
+}
+
+/* Expired records idem_room looks at when the store is full: enough that a steady flow of new
+ * keys at the bound finds the room expiry has made, few enough to keep a claim cheap. */
+#define ROOM_SWEEP 64
+
+bool idem_room(struct idem_store *s, int64_t now_ns)
+{
+    if (!s->max_records || s->map.len < s->max_records)
+        return true;
+    idem_sweep(s, now_ns, ROOM_SWEEP, NULL);
+    return s->map.len < s->max_records;
 }

@@ -47,6 +47,8 @@ struct idem_store {
     struct strmap map;
     int64_t ttl_ns;
     struct idem_record *oldest, *newest; /* the expiry list's ends, NULL when empty */
+    size_t max_records;          /* --max-idempotency-records: claims beyond it are refused;
+                                    0 = no bound (set after idem_init) */
 };
 
 /* Build the scope key into out (caller frees): the four parts joined by NUL bytes.
@@ -65,7 +67,8 @@ struct idem_record *idem_lookup(struct idem_store *s, const char *scope, size_t 
                                 int64_t now_ns);
 
 /* Create a PROCESSING record owned by `owner`. Requires that no live record exists (call
- * idem_lookup first, under the same lock). Returns NULL on out of memory. */
+ * idem_lookup first, under the same lock). Returns NULL on out of memory, or when the store
+ * already holds max_records (call idem_room first to tell the two apart). */
 struct idem_record *idem_claim(struct idem_store *s, const char *scope, size_t len,
                                const void *owner, uint64_t body_hash, int64_t now_ns);
 
@@ -87,5 +90,10 @@ size_t idem_count(const struct idem_store *s);
  * it is moved to the newest end, and freed by a later sweep or lookup once it is DONE. Returns
  * how many were deleted; *more (if not NULL) is set when the budget ran out first. */
 size_t idem_sweep(struct idem_store *s, int64_t now_ns, size_t budget, bool *more);
+
+/* May a new record be claimed at now_ns (fewer than max_records held)? At the bound it first
+ * sweeps a few expired records (idem_sweep), so an expired record never blocks a new one.
+ * Thread: the caller's, under the store lock. */
+bool idem_room(struct idem_store *s, int64_t now_ns);
 
 #endif

@@ -137,6 +137,66 @@ void pay_business_error(struct store *s, struct request *r, const char *code,
     }
 }
 
+/* --- memory bounds (docs/cli.md §1: --max-idempotency-records) ---------------------------- */
+
+/* Refuse r because its tenant's store is at bound `b`: 503 SERVICE_UNAVAILABLE whose message
+ * names the bound and its flag [ours]. Called before anything is stored for r; fakegate's own
+ * answer, so no fault acts on it. Store lock held. */
+void pay_refuse_bound(struct request *r, const struct store *s, enum pay_bound b)
+{
+    char msg[400];
+    snprintf(msg, sizeof msg,
+             "this secret key holds %zu Idempotency-Key records, the most "
+             "--max-idempotency-records allows: a stored key is still answered and a request "
+             "without a key still runs, but a new key is refused until records expire "
+             "(--idempotency-ttl) or POST /__admin/reset",
+             store_idem_max(s));
+    (void)b;
+    request_error(r, "SERVICE_UNAVAILABLE", msg);
+    r->resp.internal = true;
+    r->obs.outcome = OUT_CAPPED;
+}
+
+struct bound_args {
+    const char *scope;             /* r's idempotency scope, or NULL: no key */
+    size_t scope_len;
+};
+
+static int bounds_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
+{
+    const struct bound_args *a = arg;
+    int64_t now_ns = gateway_now_us(g) * 1000;
+    if (a->scope && !store_idem_lookup(s, a->scope, a->scope_len, now_ns) &&
+        !store_idem_room(s, now_ns)) {
+        pay_refuse_bound(r, s, BOUND_IDEM_RECORDS);
+        return 1;
+    }
+    return 0;
+}
+
+/* At arrival, before the plan: would r need an idempotency record (a new Idempotency-Key) that
+ * its tenant's store has no room for? Then r is answered 503 (pay_refuse_bound) and true is
+ * returned: nothing is stored, no attempt counted. A request that passes may still find the
+ * bound reached when it leaves its queue (others took the last places meanwhile): idem_gate
+ * checks again there. */
+bool pay_over_bounds(struct gateway *g, struct request *r)
+{
+    struct bound_args a = {NULL, 0};
+    char *scope = NULL;
+    if (r->adm.idem_key) {
+        scope = idem_scope(r->adm.secret_key, r->adm.idem_key, r->method_str, r->path,
+                           &a.scope_len);
+        if (!scope) {
+            request_internal(r, "FAILED_INTERNAL_SYSTEM_PROCESSING");
+            return true;
+        }
+        a.scope = scope;
+    }
+    int rc = a.scope ? gateway_txn(g, r, bounds_locked, &a) : 0;
+    free(scope);
+    return rc == 1; /* a reset overtook r (GATEWAY_STRADDLED): it is answered further on */
+}
+
 /* Idempotency at the moment a request leaves its queue (docs/idempotency.md §3): PROCESSING
  * → 409, DONE → replay (or 422 with on_body_mismatch reject), none → claim (r->claim).
  * True if r may go on. */
@@ -160,6 +220,10 @@ static bool idem_gate(struct gateway *g, struct store *s, struct request *r, con
             replay(g, r, rec);
             r->obs.outcome = OUT_REPLAYED;
         }
+        return false;
+    }
+    if (!store_idem_room(s, now)) {
+        pay_refuse_bound(r, s, BOUND_IDEM_RECORDS); /* --max-idempotency-records */
         return false;
     }
     r->claim = store_idem_claim(s, scope, len, r, r->body_hash, now);
@@ -732,7 +796,7 @@ enum handler_result payments_confirm(struct gateway *g, struct request *r)
     struct body *b = body_parse(r);
     if (!b)
         return H_RESPOND;
-    if (pay_test_code(r) || !body_confirm(r, b) || below_minimum(r))
+    if (pay_test_code(r) || !body_confirm(r, b) || below_minimum(r) || pay_over_bounds(g, r))
         return pay_unplanned(g, r, b);
     body_free(b);
     if (!pay_plan_current(g, r, r->adm.idem_key ? r->adm.idem_key : r->order_id))
@@ -747,7 +811,7 @@ enum handler_result payments_cancel(struct gateway *g, struct request *r)
     struct body *b = body_parse(r);
     if (!b)
         return H_RESPOND;
-    if (pay_test_code(r) || !body_cancel(r, b))
+    if (pay_test_code(r) || !body_cancel(r, b) || pay_over_bounds(g, r))
         return pay_unplanned(g, r, b);
     body_free(b);
     r->payment_key = strdup(r->path_param);

@@ -23,6 +23,11 @@ void store_init(struct store *s, uint64_t salt, int64_t idem_ttl_ns, store_event
     s->emit_ctx = emit_ctx;
 }
 
+void store_set_limits(struct store *s, size_t max_idem_records)
+{
+    s->idem.max_records = max_idem_records;
+}
+
 void store_fini(struct store *s)
 {
     attempts_fini(&s->attempts);
@@ -192,6 +197,16 @@ int store_idem_release(struct store *s, struct idem_record *rec, const void *own
 size_t store_idem_sweep(struct store *s, int64_t now_ns, size_t budget, bool *more)
 {
     return idem_sweep(&s->idem, now_ns, budget, more);
+}
+
+bool store_idem_room(struct store *s, int64_t now_ns)
+{
+    return idem_room(&s->idem, now_ns);
+}
+
+size_t store_idem_max(const struct store *s)
+{
+    return s->idem.max_records;
 }
 
 size_t store_idem_count(const struct store *s)

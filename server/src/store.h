@@ -52,6 +52,9 @@ struct store {
 void store_init(struct store *s, uint64_t salt, int64_t idem_ttl_ns, store_event_fn emit,
                 void *emit_ctx);
 void store_fini(struct store *s);
+/* The store's bounds (docs/cli.md §1): at most `max_idem_records` idempotency records
+ * (--max-idempotency-records); 0 = no bound. Thread: main, before the store is used. */
+void store_set_limits(struct store *s, size_t max_idem_records);
 /* Empty the payments and the idempotency records (POST /__admin/reset); the id and commit
  * sequences carry on, so no derived key repeats. Store lock held. */
 void store_reset(struct store *s);
@@ -130,6 +133,11 @@ int store_idem_release(struct store *s, struct idem_record *rec, const void *own
  * first, looking at `budget` at most; *more set when the budget ran out first. Returns how many
  * went. */
 size_t store_idem_sweep(struct store *s, int64_t now_ns, size_t budget, bool *more);
+/* May a request claim a new idempotency record now (below --max-idempotency-records, after
+ * freeing a few expired ones at the bound)? A claim without room fails: ask this first. */
+bool store_idem_room(struct store *s, int64_t now_ns);
+/* The bound store_idem_room applies (0: none). */
+size_t store_idem_max(const struct store *s);
 /* How many idempotency records the store holds (expired ones not yet swept included). */
 size_t store_idem_count(const struct store *s);
 

@@ -79,7 +79,8 @@ enum handler_result payments_virtual_account(struct gateway *g, struct request *
     struct body *b = body_parse(r);
     if (!b)
         return H_RESPOND;
-    if (pay_test_code(r) || !body_virtual_account(r, b, gateway_now_us(g)))
+    if (pay_test_code(r) || !body_virtual_account(r, b, gateway_now_us(g)) ||
+        pay_over_bounds(g, r))
         return pay_unplanned(g, r, b);
     body_free(b);
     if (!pay_plan_current(g, r, r->adm.idem_key ? r->adm.idem_key : r->order_id))

@@ -1,6 +1,6 @@
 /* check_idem.c -- unit tests for idem.c: claim / complete / release ownership, TTL expiry of
  * DONE records (at lookup, and by the oldest-first sweep), scope construction (NUL-separated
- * parts) and a 10^4-record store. Pure: the clock is a parameter, so no test sleeps or reads a
+ * parts), the bound on records and a 10^4-record store. Pure: the clock is a parameter, so no test sleeps or reads a
  * real clock. */
 #include <check.h>
 #include <stdbool.h>
@@ -418,6 +418,40 @@ START_TEST(test_idem_sweep_after_lookups_replacements_and_reset_keeps_the_list_w
 }
 END_TEST
 
+START_TEST(test_idem_claim_beyond_max_records_is_refused_until_an_expired_one_is_freed)
+{
+    struct idem_store s;
+    idem_init(&s, TTL_NS);
+    s.max_records = 3;
+    int owners[4];
+    char *scopes[4];
+    size_t lens[4];
+    struct idem_record *recs[3];
+    claim_n(&s, 3, owners, scopes, lens, recs, false);
+    scopes[3] = scope_of("s3", &lens[3]);
+    /* Full, nothing expired: no room, and a claim without room fails, the store unchanged. */
+    ck_assert(!idem_room(&s, T0 + 1));
+    ck_assert_ptr_null(idem_claim(&s, scopes[3], lens[3], &owners[3], 1, T0 + 1));
+    ck_assert_uint_eq(idem_count(&s), 3);
+    for (int i = 0; i < 3; i++)
+        ck_assert_ptr_eq(idem_lookup(&s, scopes[i], lens[i], T0 + 1), recs[i]);
+    /* Record 0 has expired: asking for room frees it, and the claim fits. */
+    ck_assert(idem_room(&s, T0 + TTL_NS));
+    ck_assert_uint_eq(idem_count(&s), 2);
+    ck_assert_ptr_nonnull(idem_claim(&s, scopes[3], lens[3], &owners[3], 1, T0 + TTL_NS));
+    ck_assert(!idem_room(&s, T0 + TTL_NS));
+    /* A release makes room too. */
+    ck_assert_int_eq(idem_release(&s, idem_lookup(&s, scopes[3], lens[3], T0 + TTL_NS), &owners[3]),
+                     0);
+    ck_assert(idem_room(&s, T0 + TTL_NS));
+    s.max_records = 0; /* no bound */
+    ck_assert(idem_room(&s, T0));
+    for (int i = 0; i < 4; i++)
+        free(scopes[i]);
+    idem_fini(&s);
+}
+END_TEST
+
 START_TEST(test_idem_scope_is_parts_joined_by_nul)
 {
     size_t len = 0;
@@ -605,6 +639,7 @@ Suite *make_suite(void)
 
     TCase *store = tcase_create("store");
     tcase_add_test(store, test_idem_reset_empties_store);
+    tcase_add_test(store, test_idem_claim_beyond_max_records_is_refused_until_an_expired_one_is_freed);
     tcase_add_test(store, test_idem_ten_thousand_records_inserted_and_found);
     suite_add_tcase(s, store);
     return s;

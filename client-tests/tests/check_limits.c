@@ -1,0 +1,152 @@
+/* check_limits.c -- black-box tests of the bounds on what one server holds (docs/cli.md §1):
+ * Idempotency-Key records per tenant (--max-idempotency-records, docs/idempotency.md §3
+ * "Bounds"). Each test starts its own server with a small bound, shows that the request past it
+ * gets 503 SERVICE_UNAVAILABLE naming the bound and its flag, that nothing changed, and that
+ * what is stored is still answered. Waits poll a condition with a bound. */
+#define _GNU_SOURCE
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_main.h"
+#include "testkit.h"
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+/* A 503 SERVICE_UNAVAILABLE whose message names `flag`. */
+#define assert_bound(r, flag) assert_bound_at(__LINE__, (r), (flag))
+static void assert_bound_at(int line, const fg_response *r, const char *flag)
+{
+    assert_error_at(line, r, 503, "SERVICE_UNAVAILABLE", NULL);
+    const char *msg = json_str(r->json, "message");
+    ck_assert_msg(strstr(msg, flag) != NULL, "line %d: the message does not name %s: %s", line,
+                  flag, r->body);
+}
+
+/* POST /v1/payments/{pk}/cancel {"cancelReason": "limits"} with Idempotency-Key `key` (NULL:
+ * none) into *r. */
+static void cancel_with(const fg_server *s, const char *pk, const char *key, fg_response *r)
+{
+    char path[128], line[128];
+    snprintf(path, sizeof path, "/v1/payments/%s/cancel", pk);
+    snprintf(line, sizeof line, "Idempotency-Key: %s", key ? key : "");
+    const char *headers[] = {s->auth_header, key ? line : NULL, NULL};
+    fg_request req = {.method = "POST", .path = path, .body = "{\"cancelReason\":\"limits\"}",
+                      .headers = headers, .forbid_reuse = true};
+    fg_http(s, NULL, &req, r);
+}
+
+/* The journal's entry on `route` for `oid` says 503, outcome capped, attempt 0 (refused before
+ * its plan). */
+static void assert_refused_in_journal(const fg_server *s, const char *route, const char *oid)
+{
+    json_t *j = journal(s, 0);
+    const json_t *found = NULL;
+    for (size_t i = 0; i < json_array_size(j); i++) {
+        const json_t *e = json_array_get(j, i);
+        if (json_is_str(e, "route", route) && json_is_str(e, "order_id", oid))
+            found = e;
+    }
+    ck_assert_msg(found && json_is_str(found, "outcome", "capped") &&
+                      json_int(found, "status") == 503 && json_int(found, "attempt") == 0,
+                  "the journal's %s of %s: %s", route, oid, journal_text(s));
+    json_decref(j);
+}
+
+/* fakegate_idempotency_records now. */
+static double idem_records(const fg_server *s)
+{
+    return metric1(s, "fakegate_idempotency_records", NULL, NULL);
+}
+
+/* ---- --max-idempotency-records -------------------------------------------------------------- */
+
+static const char *const idem3_args[] = {"--max-idempotency-records", "3", NULL};
+
+START_TEST(test_new_idempotency_key_past_the_bound_gets_503_and_stores_nothing)
+{
+    fg_server *s = start_args(NULL, idem3_args);
+    fg_response first, r;
+    confirm_fresh(s, "pk_idb_1", "order_idb_1", 1000, "key-idb-1", 0, &first);
+    assert_done(&first, "pk_idb_1", "order_idb_1");
+    for (int i = 2; i <= 3; i++) {
+        char pk[32], oid[32], key[32];
+        snprintf(pk, sizeof pk, "pk_idb_%d", i);
+        snprintf(oid, sizeof oid, "order_idb_%d", i);
+        snprintf(key, sizeof key, "key-idb-%d", i);
+        confirm_fresh(s, pk, oid, 1000, key, 0, &r);
+        assert_done(&r, pk, oid);
+        fg_response_fini(&r);
+    }
+    ck_assert(idem_records(s) == 3);
+
+    /* The fourth key: refused, naming the bound; no payment, no record, no attempt. */
+    confirm_fresh(s, "pk_idb_4", "order_idb_4", 1000, "key-idb-4", 0, &r);
+    assert_bound(&r, "--max-idempotency-records");
+    ck_assert_msg(strstr(json_str(r.json, "message"), "3 Idempotency-Key records"), "%s", r.body);
+    fg_response_fini(&r);
+    ck_assert_uint_eq(ledger_size(s), 3);
+    ck_assert(idem_records(s) == 3);
+    get_order(s, "order_idb_4", &r);
+    assert_error(&r, 404, "NOT_FOUND_PAYMENT");
+    fg_response_fini(&r);
+    /* A cancel under a new key too. */
+    cancel_with(s, "pk_idb_1", "key-idb-cancel", &r);
+    assert_bound(&r, "--max-idempotency-records");
+    fg_response_fini(&r);
+    assert_order_status(s, "order_idb_1", "DONE");
+    assert_refused_in_journal(s, "confirm", "order_idb_4");
+
+    /* What is stored is still answered: the replay byte for byte, reads; no key still runs. */
+    confirm_fresh(s, "pk_idb_1", "order_idb_1", 1000, "key-idb-1", 0, &r);
+    assert_status(&r, 200);
+    ck_assert(same_bytes(&first, &r));
+    fg_response_fini(&r);
+    assert_order_status(s, "order_idb_2", "DONE");
+    confirm_fresh(s, "pk_idb_5", "order_idb_5", 1000, NULL, 0, &r);
+    assert_done(&r, "pk_idb_5", "order_idb_5");
+    fg_response_fini(&r);
+
+    /* A reset makes room. */
+    reset_now(s);
+    confirm_fresh(s, "pk_idb_4", "order_idb_4", 1000, "key-idb-4", 0, &r);
+    assert_done(&r, "pk_idb_4", "order_idb_4");
+    fg_response_fini(&r);
+    fg_response_fini(&first);
+    stop_server(s);
+}
+END_TEST
+
+/* Room comes back as records expire: the sweep frees them with no traffic, and the key that was
+ * refused runs. */
+START_TEST(test_idempotency_bound_frees_up_as_records_expire)
+{
+    const char *args[] = {"--max-idempotency-records", "1", "--idempotency-ttl", "1", NULL};
+    fg_server *s = start_args(NULL, args);
+    fg_response r;
+    confirm_fresh(s, "pk_idx_1", "order_idx_1", 1000, "key-idx-1", 0, &r);
+    assert_done(&r, "pk_idx_1", "order_idx_1");
+    fg_response_fini(&r);
+    confirm_fresh(s, "pk_idx_2", "order_idx_2", 1000, "key-idx-2", 0, &r);
+    if (r.status == 503) { /* else the first record had already expired: nothing to show */
+        assert_bound(&r, "--max-idempotency-records");
+        ck_assert(wait_metric(s, "fakegate_idempotency_records", NULL, NULL, 0, 5000) == 0);
+        fg_response_fini(&r);
+        confirm_fresh(s, "pk_idx_2", "order_idx_2", 1000, "key-idx-2", 0, &r);
+    }
+    assert_done(&r, "pk_idx_2", "order_idx_2");
+    fg_response_fini(&r);
+    stop_server(s);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+    Suite *su = suite_create("blackbox_limits");
+    TCase *tc = add_tcase(su, "idempotency_records", 30);
+    tcase_add_test(tc, test_new_idempotency_key_past_the_bound_gets_503_and_stores_nothing);
+    tcase_add_test(tc, test_idempotency_bound_frees_up_as_records_expire);
+    return su;
+}
