@@ -1,6 +1,6 @@
 /* check_limits.c -- black-box tests of the bounds on what one server holds (docs/cli.md §1):
  * Idempotency-Key records per tenant (--max-idempotency-records, docs/idempotency.md §3
- * "Bounds"). Each test starts its own server with a small bound, shows that the request past it
+ * "Bounds") and payments per tenant (--max-payments, docs/api.md §2.1). Each test starts its own server with a small bound, shows that the request past it
  * gets 503 SERVICE_UNAVAILABLE naming the bound and its flag, that nothing changed, and that
  * what is stored is still answered. Waits poll a condition with a bound. */
 #define _GNU_SOURCE
@@ -53,6 +53,28 @@ static void assert_refused_in_journal(const fg_server *s, const char *route, con
                       json_int(found, "status") == 503 && json_int(found, "attempt") == 0,
                   "the journal's %s of %s: %s", route, oid, journal_text(s));
     json_decref(j);
+}
+
+/* POST /v1/virtual-accounts for 10 000 won at bank 88, due in 24 h, into *r. */
+static void issue_va(const fg_server *s, const char *oid, fg_response *r)
+{
+    char body[512];
+    snprintf(body, sizeof body,
+             "{\"amount\":10000,\"orderId\":\"%s\",\"orderName\":\"limits\","
+             "\"customerName\":\"홍길동\",\"bank\":\"88\",\"validHours\":24}", oid);
+    const char *headers[] = {s->auth_header, NULL};
+    fg_request req = {.method = "POST", .path = "/v1/virtual-accounts", .body = body,
+                      .headers = headers};
+    fg_http(s, NULL, &req, r);
+}
+
+/* POST /__admin/sessions {orderId, amount 1000, paymentKey} into *r. */
+static void register_session(const fg_server *s, const char *pk, const char *oid, fg_response *r)
+{
+    char body[256];
+    snprintf(body, sizeof body, "{\"paymentKey\":\"%s\",\"orderId\":\"%s\",\"amount\":1000}", pk,
+             oid);
+    admin_call(s, "POST", "/__admin/sessions", body, NULL, r);
 }
 
 /* fakegate_idempotency_records now. */
@@ -142,11 +164,140 @@ START_TEST(test_idempotency_bound_frees_up_as_records_expire)
 }
 END_TEST
 
+/* Two new keys arrive together while one place is left: both pass the arrival check, both wait
+ * in a 300 ms queue_latency, and the second to leave it is refused at its claim -- no record,
+ * nothing charged (its lenient payment, made at arrival, stays IN_PROGRESS). */
+START_TEST(test_idempotency_bound_reached_during_the_queue_is_refused_at_the_claim)
+{
+    fg_server *s = start_confirm_as("limits", "{'queue_latency':{'dist':'fixed','ms':300}}",
+                                    (const char *const[]){"--max-idempotency-records", "1", NULL});
+    struct mrun m;
+    mrun_init(&m, s, 2);
+    mrun_confirm(&m, 0, "pk_idq_a", "order_idq_a", 1000, "key-idq-a", 5000);
+    mrun_confirm(&m, 1, "pk_idq_b", "order_idq_b", 1000, "key-idq-b", 5000);
+    mrun_perform(&m);
+    size_t ok = m.q[0].status == 200 ? 0 : 1, refused = 1 - ok;
+    ck_assert_msg(m.q[ok].status == 200 && m.q[refused].status == 503 &&
+                      strstr(m.q[refused].out, "--max-idempotency-records"),
+                  "%ld %s / %ld %s", m.q[0].status, m.q[0].out, m.q[1].status, m.q[1].out);
+    ck_assert(idem_records(s) == 1);
+    ck_assert_int_eq(ledger_charges(s, m.q[refused].oid), 0);
+    assert_order_status(s, m.q[refused].oid, "IN_PROGRESS");
+    assert_charged_once(s, m.q[ok].pk, m.q[ok].oid);
+    mrun_free(&m);
+    stop_server(s);
+}
+END_TEST
+
+/* ---- --max-payments ------------------------------------------------------------------------- */
+
+static const char *const pay3_args[] = {"--max-payments", "3", NULL};
+
+START_TEST(test_fourth_payment_past_max_payments_gets_503_and_nothing_changes)
+{
+    fg_server *s = start_args(NULL, pay3_args);
+    fg_response r;
+    for (int i = 1; i <= 3; i++) {
+        char pk[32], oid[32], key[32];
+        snprintf(pk, sizeof pk, "pk_mp_%d", i);
+        snprintf(oid, sizeof oid, "order_mp_%d", i);
+        snprintf(key, sizeof key, "key-mp-%d", i);
+        confirm_fresh(s, pk, oid, 1000, i == 1 ? key : NULL, 0, &r);
+        assert_done(&r, pk, oid);
+        fg_response_fini(&r);
+    }
+    double in_progress =
+        metric1(s, "fakegate_payments_total", "status", "IN_PROGRESS");
+
+    /* The fourth: refused, naming the bound and its value; nothing stored, no attempt. */
+    confirm_fresh(s, "pk_mp_4", "order_mp_4", 1000, "key-mp-4", 0, &r);
+    assert_bound(&r, "--max-payments");
+    ck_assert_msg(strstr(json_str(r.json, "message"), "holds 3 payments"), "%s", r.body);
+    fg_response_fini(&r);
+    ck_assert_uint_eq(ledger_size(s), 3);
+    ck_assert(idem_records(s) == 1); /* key-mp-4 left no record */
+    ck_assert(metric1(s, "fakegate_payments_total", "status", "IN_PROGRESS") == in_progress);
+    get_order(s, "order_mp_4", &r);
+    assert_error(&r, 404, "NOT_FOUND_PAYMENT");
+    fg_response_fini(&r);
+    assert_refused_in_journal(s, "confirm", "order_mp_4");
+    /* Every way of making a payment is refused the same way. */
+    issue_va(s, "order_mp_va", &r);
+    assert_bound(&r, "--max-payments");
+    fg_response_fini(&r);
+    register_session(s, "pk_mp_session", "order_mp_session", &r);
+    assert_bound(&r, "--max-payments");
+    fg_response_fini(&r);
+    ck_assert_uint_eq(ledger_size(s), 3);
+
+    /* The stored payments keep working: reads, a confirm answered by the ledger, a replay, a
+     * cancel. */
+    assert_order_status(s, "order_mp_2", "DONE");
+    fg_get(s, "/v1/payments/pk_mp_3", &r);
+    assert_done(&r, "pk_mp_3", "order_mp_3");
+    fg_response_fini(&r);
+    confirm_fresh(s, "pk_mp_3", "order_mp_3", 1000, NULL, 0, &r);
+    assert_error(&r, 400, "ALREADY_PROCESSED_PAYMENT");
+    fg_response_fini(&r);
+    confirm_fresh(s, "pk_mp_1", "order_mp_1", 1000, "key-mp-1", 0, &r);
+    assert_done(&r, "pk_mp_1", "order_mp_1");
+    fg_response_fini(&r);
+    cancel_with(s, "pk_mp_2", "key-mp-cancel", &r);
+    assert_status(&r, 200);
+    ck_assert_str_eq(json_str(r.json, "status"), "CANCELED");
+    fg_response_fini(&r);
+    ck_assert_uint_eq(ledger_size(s), 3);
+
+    /* A reset empties the ledger: room again. */
+    reset_now(s);
+    confirm_fresh(s, "pk_mp_4", "order_mp_4", 1000, "key-mp-4", 0, &r);
+    assert_done(&r, "pk_mp_4", "order_mp_4");
+    fg_response_fini(&r);
+    stop_server(s);
+}
+END_TEST
+
+/* Strict sessions: a confirm creates nothing, so at the bound a registered payment is still
+ * confirmed; only a new registration is refused. Bounds are per tenant: another key has room. */
+START_TEST(test_max_payments_refuses_only_new_payments_and_counts_per_tenant)
+{
+    const char *args[] = {"--max-payments", "1", "--strict-sessions", NULL};
+    fg_server *s = start_args(NULL, args);
+    fg_response r;
+    register_session(s, "pk_mps_1", "order_mps_1", &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    register_session(s, "pk_mps_2", "order_mps_2", &r);
+    assert_bound(&r, "--max-payments");
+    fg_response_fini(&r);
+    confirm_fresh(s, "pk_mps_1", "order_mps_1", 1000, "key-mps-1", 0, &r);
+    assert_done(&r, "pk_mps_1", "order_mps_1");
+    fg_response_fini(&r);
+    confirm_fresh(s, "pk_mps_2", "order_mps_2", 1000, NULL, 0, &r);
+    assert_error(&r, 404, "NOT_FOUND_PAYMENT_SESSION"); /* strict: not a bound's answer */
+    fg_response_fini(&r);
+    /* Another tenant's ledger is its own. */
+    admin_call(s, "POST", "/__admin/sessions",
+               "{\"paymentKey\":\"pk_mps_t\",\"orderId\":\"order_mps_t\",\"amount\":1000}",
+               "X-Fakegate-Tenant: test_sk_limits_other", &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    confirm_as_key(s, "test_sk_limits_other", "pk_mps_t", "order_mps_t", 1000, NULL, 0, &r);
+    assert_done(&r, "pk_mps_t", "order_mps_t");
+    fg_response_fini(&r);
+    stop_server(s);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *su = suite_create("blackbox_limits");
     TCase *tc = add_tcase(su, "idempotency_records", 30);
     tcase_add_test(tc, test_new_idempotency_key_past_the_bound_gets_503_and_stores_nothing);
     tcase_add_test(tc, test_idempotency_bound_frees_up_as_records_expire);
+    tcase_add_test(tc, test_idempotency_bound_reached_during_the_queue_is_refused_at_the_claim);
+    tc = add_tcase(su, "payments", 30);
+    tcase_add_test(tc, test_fourth_payment_past_max_payments_gets_503_and_nothing_changes);
+    tcase_add_test(tc, test_max_payments_refuses_only_new_payments_and_counts_per_tenant);
     return su;
 }

@@ -39,6 +39,9 @@ struct applied {
 /* Default of --max-idempotency-records, per tenant: about 380 bytes a record (a stored
  * business error under a 20-character key, measured), so some 380 MB at the bound. */
 #define GATEWAY_MAX_IDEM_RECORDS_DEFAULT 1000000
+/* Default of --max-payments, per tenant: 937 bytes a payment with its Idempotency-Key record
+ * (make bench, scenario 5), so about 940 MB at the bound. */
+#define GATEWAY_MAX_PAYMENTS_DEFAULT 1000000
 
 /* One merchant: the state of one secret key (docs/tenants.md §9). Created on its key's first
  * use (or by an admin call naming it) and kept until exit, so a pointer to it stays valid;

@@ -34,7 +34,8 @@
  * is documented. Environment variable = FAKEGATE_ + the flag upper-cased, '-' → '_'. */
 enum opt_id {
     O_HOST, O_PORT, O_PORT_FILE, O_PROFILE, O_PROFILES_DIR, O_SEED, O_SECRET_KEY, O_MID,
-    O_THREADS, O_MAX_BODY, O_IDEMPOTENCY_TTL, O_MAX_IDEMPOTENCY_RECORDS, O_SESSION_TTL, O_STRICT_SESSIONS, O_IDLE_TIMEOUT,
+    O_THREADS, O_MAX_BODY, O_IDEMPOTENCY_TTL, O_MAX_IDEMPOTENCY_RECORDS, O_MAX_PAYMENTS,
+    O_SESSION_TTL, O_STRICT_SESSIONS, O_IDLE_TIMEOUT,
     O_CONSECUTIVE_CANCEL_MS, O_REPORT_MAX_IDENTITIES, O_WEBHOOK_URL, O_WEBHOOK_MAX_PENDING,
     O_MAX_TENANTS,
     O_ADMIN_TOKEN, O_LOG, O_QUIET,
@@ -61,6 +62,7 @@ static const struct opt opts[O_COUNT] = {
     [O_MAX_BODY] = {"max-body", "BYTES", true, "largest request body in bytes; larger → 413 (default 65536)"},
     [O_IDEMPOTENCY_TTL] = {"idempotency-ttl", "SECONDS", true, "how long an Idempotency-Key record lives (default 1296000 = 15 days, as Toss)"},
     [O_MAX_IDEMPOTENCY_RECORDS] = {"max-idempotency-records", "N", true, "Idempotency-Key records one tenant keeps at once (default 1000000, about 380 MB); a new key beyond it → 503 SERVICE_UNAVAILABLE"},
+    [O_MAX_PAYMENTS] = {"max-payments", "N", true, "payments one tenant's ledger keeps (default 1000000, about 940 MB); a request that would create one beyond it → 503 SERVICE_UNAVAILABLE"},
     [O_SESSION_TTL] = {"session-ttl", "SECONDS", true, "payment session lifetime (default 600, Toss's 10-minute window)"},
     [O_STRICT_SESSIONS] = {"strict-sessions", NULL, true, "an unknown paymentKey → 404 NOT_FOUND_PAYMENT_SESSION (default: lenient)"},
     [O_IDLE_TIMEOUT] = {"idle-timeout", "SECONDS", true, "close idle keep-alive connections after this many seconds (default 30; 0 = never)"},
@@ -166,6 +168,7 @@ static const char *accepted(int id)
     case O_IDEMPOTENCY_TTL:
     case O_SESSION_TTL: return "must be 1-9223372036 (seconds)";
     case O_MAX_IDEMPOTENCY_RECORDS: return "must be 1-4294967295 (records)";
+    case O_MAX_PAYMENTS: return "must be 1-4294967295 (payments)";
     case O_IDLE_TIMEOUT: return "must be 0-86400 (seconds; 0 = never)";
     case O_CONSECUTIVE_CANCEL_MS: return "must be 0-86400000 (milliseconds; 0 = off)";
     case O_REPORT_MAX_IDENTITIES: return "must be 1-4294967295 (identities)";
@@ -300,6 +303,11 @@ static int apply(struct cli *c, int id, const char *val, const char *src)
         if (!parse_u64(val, UINT32_MAX, &v) || v == 0)
             goto bad;
         cfg->max_idempotency_records = (size_t)v;
+        return 0;
+    case O_MAX_PAYMENTS:
+        if (!parse_u64(val, UINT32_MAX, &v) || v == 0)
+            goto bad;
+        cfg->max_payments = (size_t)v;
         return 0;
     case O_SESSION_TTL:
         if (!parse_u64(val, INT64_MAX / NS_PER_S, &v) || v == 0)

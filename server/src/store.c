@@ -23,9 +23,10 @@ void store_init(struct store *s, uint64_t salt, int64_t idem_ttl_ns, store_event
     s->emit_ctx = emit_ctx;
 }
 
-void store_set_limits(struct store *s, size_t max_idem_records)
+void store_set_limits(struct store *s, size_t max_idem_records, size_t max_payments)
 {
     s->idem.max_records = max_idem_records;
+    s->ledger.max_payments = max_payments;
 }
 
 void store_fini(struct store *s)
@@ -54,6 +55,16 @@ struct payment *store_payment(struct store *s, const char *payment_key)
 struct payment *store_payment_by_order(struct store *s, const char *order_id)
 {
     return ledger_get_by_order(&s->ledger, order_id);
+}
+
+bool store_payment_room(const struct store *s)
+{
+    return !s->ledger.max_payments || s->ledger.n_all < s->ledger.max_payments;
+}
+
+size_t store_payments_max(const struct store *s)
+{
+    return s->ledger.max_payments;
 }
 
 size_t store_payment_count(const struct store *s)

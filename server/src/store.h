@@ -53,8 +53,9 @@ void store_init(struct store *s, uint64_t salt, int64_t idem_ttl_ns, store_event
                 void *emit_ctx);
 void store_fini(struct store *s);
 /* The store's bounds (docs/cli.md §1): at most `max_idem_records` idempotency records
- * (--max-idempotency-records); 0 = no bound. Thread: main, before the store is used. */
-void store_set_limits(struct store *s, size_t max_idem_records);
+ * (--max-idempotency-records) and `max_payments` payments (--max-payments); 0 = no bound.
+ * Thread: main, before the store is used. */
+void store_set_limits(struct store *s, size_t max_idem_records, size_t max_payments);
 /* Empty the payments and the idempotency records (POST /__admin/reset); the id and commit
  * sequences carry on, so no derived key repeats. Store lock held. */
 void store_reset(struct store *s);
@@ -67,6 +68,11 @@ void store_attempts_reset(struct store *s);
  * and no reset has run. */
 struct payment *store_payment(struct store *s, const char *payment_key);
 struct payment *store_payment_by_order(struct store *s, const char *order_id);
+/* May a payment be created now (fewer than --max-payments stored)? A creation without room
+ * fails with LEDGER_FULL. */
+bool store_payment_room(const struct store *s);
+/* The bound store_payment_room applies (0: none). */
+size_t store_payments_max(const struct store *s);
 /* Every payment in creation order: the i-th for i < store_payment_count. Borrowed. */
 size_t store_payment_count(const struct store *s);
 struct payment *store_payment_at(struct store *s, size_t i);

@@ -48,6 +48,11 @@ static int va_locked(struct gateway *g, struct store *s, struct request *r, void
             pay_business_error(s, r, "DUPLICATED_ORDER_ID", NULL, NULL);
             return VA_ANSWERED;
         }
+        if (why == LEDGER_FULL) { /* --max-payments, reached since r arrived: not stored */
+            pay_release_claim(s, r);
+            pay_refuse_bound(r, s, BOUND_PAYMENTS);
+            return VA_ANSWERED;
+        }
         pay_release_claim(s, r);
         return VA_FAILED;
     }
@@ -80,7 +85,7 @@ enum handler_result payments_virtual_account(struct gateway *g, struct request *
     if (!b)
         return H_RESPOND;
     if (pay_test_code(r) || !body_virtual_account(r, b, gateway_now_us(g)) ||
-        pay_over_bounds(g, r))
+        pay_over_bounds(g, r, true))
         return pay_unplanned(g, r, b);
     body_free(b);
     if (!pay_plan_current(g, r, r->adm.idem_key ? r->adm.idem_key : r->order_id))
