@@ -1,6 +1,7 @@
 /* check_limits.c -- black-box tests of the bounds on what one server holds (docs/cli.md §1):
  * Idempotency-Key records per tenant (--max-idempotency-records, docs/idempotency.md §3
- * "Bounds") and payments per tenant (--max-payments, docs/api.md §2.1). Each test starts its own server with a small bound, shows that the request past it
+ * "Bounds"), payments per tenant (--max-payments, docs/api.md §2.1) and the journal's size
+ * (--journal-size, docs/admin.md §5). Each test starts its own server with a small bound, shows that the request past it
  * gets 503 SERVICE_UNAVAILABLE naming the bound and its flag, that nothing changed, and that
  * what is stored is still answered. Waits poll a condition with a bound. */
 #define _GNU_SOURCE
@@ -289,6 +290,43 @@ START_TEST(test_max_payments_refuses_only_new_payments_and_counts_per_tenant)
 }
 END_TEST
 
+/* ---- --journal-size ------------------------------------------------------------------------- */
+
+START_TEST(test_journal_size_keeps_the_newest_n_and_bounds_the_limit_filter)
+{
+    const char *args[] = {"--journal-size", "3", NULL};
+    fg_server *s = start_args(NULL, args);
+    fg_response r;
+    for (int i = 1; i <= 5; i++) {
+        char oid[32];
+        snprintf(oid, sizeof oid, "order_js_%d", i);
+        get_order(s, oid, &r);
+        assert_error(&r, 404, "NOT_FOUND_PAYMENT");
+        fg_response_fini(&r);
+    }
+    json_t *all = admin_json(s, "/__admin/requests");
+    json_t *v = json_object_get(all, "requests");
+    ck_assert_uint_eq(json_array_size(v), 3);
+    ck_assert_int_eq(json_int(all, "total"), 3);
+    for (size_t i = 0; i < 3; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "order_js_%zu", i + 3);
+        ck_assert(json_is_str(json_array_get(v, i), "order_id", want));
+    }
+    json_decref(all);
+    admin_call(s, "GET", "/__admin/requests?limit=3", NULL, NULL, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    admin_call(s, "GET", "/__admin/requests?limit=4", NULL, NULL, &r);
+    assert_error(&r, 400, "INVALID_REQUEST");
+    ck_assert_msg(strstr(json_str(r.json, "message"), "limit: 1 .. 3") &&
+                      strstr(json_str(r.json, "message"), "--journal-size"),
+                  "%s", r.body);
+    fg_response_fini(&r);
+    stop_server(s);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *su = suite_create("blackbox_limits");
@@ -299,5 +337,7 @@ Suite *make_suite(void)
     tc = add_tcase(su, "payments", 30);
     tcase_add_test(tc, test_fourth_payment_past_max_payments_gets_503_and_nothing_changes);
     tcase_add_test(tc, test_max_payments_refuses_only_new_payments_and_counts_per_tenant);
+    tc = add_tcase(su, "journal", 30);
+    tcase_add_test(tc, test_journal_size_keeps_the_newest_n_and_bounds_the_limit_filter);
     return su;
 }

@@ -306,7 +306,8 @@ enum handler_result admin_requests(struct gateway *g, struct request *r)
     struct tenant *t;
     if (!admin_tenant(g, r, false, &t))
         return H_RESPOND;
-    struct journal_filter f = {.route = -1, .status = -1, .outcome = -1};
+    struct journal_filter f = {.route = -1, .status = -1, .outcome = -1,
+                               .max_limit = g->journal.cap};
     char *values[MAX_FILTERS];
     size_t n_values = 0;
     char err[ERR_LEN] = "";

@@ -35,6 +35,7 @@ struct config {
     size_t max_idempotency_records; /* --max-idempotency-records, per tenant
                                        (0 = GATEWAY_MAX_IDEM_RECORDS_DEFAULT) */
     size_t max_payments;        /* --max-payments, per tenant (0 = GATEWAY_MAX_PAYMENTS_DEFAULT) */
+    size_t journal_size;        /* --journal-size, entries (0 = JOURNAL_SIZE_DEFAULT, 10 000) */
     size_t report_max_identities; /* --report-max-identities: the report's bound on identities
                                      (0 = REPORT_MAX_IDENTITIES_DEFAULT, 1 000 000) */
 };

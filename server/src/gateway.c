@@ -40,7 +40,7 @@ int gateway_init(struct gateway *g, const struct config *cfg, profile_resolver r
     g->started_unix_us = now_unix_us();
     size_t max_ids = cfg->report_max_identities ? cfg->report_max_identities
                                                 : REPORT_MAX_IDENTITIES_DEFAULT;
-    if (journal_init(&g->journal, 10000) != 0 ||
+    if (journal_init(&g->journal, cfg->journal_size ? cfg->journal_size : JOURNAL_SIZE_DEFAULT) != 0 ||
         report_init(&g->report, max_ids, g->started_unix_us, 1) != 0 ||
         !(g->timeline = timeline_new()) || gateway_tenants_init(g) != 0) {
         profile_free(profile);

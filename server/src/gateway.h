@@ -82,7 +82,7 @@ struct gateway {
     struct live *_Atomic live;     /* the active profile's state; requests keep the one they
                                       arrived under */
     struct flight flight;          /* in-flight counts per route */
-    struct journal journal;        /* the last 10 000 gateway requests */
+    struct journal journal;        /* the last --journal-size gateway requests (default 10 000) */
     struct timeline *timeline;     /* every gateway request per second (the live page) */
     struct report report;          /* every gateway request since the last reset, judged */
     struct metrics metrics;

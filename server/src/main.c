@@ -37,7 +37,7 @@ enum opt_id {
     O_THREADS, O_MAX_BODY, O_IDEMPOTENCY_TTL, O_MAX_IDEMPOTENCY_RECORDS, O_MAX_PAYMENTS,
     O_SESSION_TTL, O_STRICT_SESSIONS, O_IDLE_TIMEOUT,
     O_CONSECUTIVE_CANCEL_MS, O_REPORT_MAX_IDENTITIES, O_WEBHOOK_URL, O_WEBHOOK_MAX_PENDING,
-    O_MAX_TENANTS,
+    O_MAX_TENANTS, O_JOURNAL_SIZE,
     O_ADMIN_TOKEN, O_LOG, O_QUIET,
     O_CHECK_PROFILE, O_VERSION, O_HELP, O_COUNT
 };
@@ -71,6 +71,7 @@ static const struct opt opts[O_COUNT] = {
     [O_WEBHOOK_URL] = {"webhook-url", "URL", true, "webhook receiver, http://host[:port]/path (repeatable, at most 16; env: comma-separated); PUT /__admin/webhooks replaces them at run time"},
     [O_WEBHOOK_MAX_PENDING] = {"webhook-max-pending", "N", true, "webhook deliveries pending at once (default 10000); beyond it the oldest is failed, fakegate_webhook_evicted_total counts it"},
     [O_MAX_TENANTS] = {"max-tenants", "N", true, "distinct secret keys (tenants) one server keeps state for (default 10000); a new key beyond it → 503 SERVICE_UNAVAILABLE"},
+    [O_JOURNAL_SIZE] = {"journal-size", "N", true, "requests the journal (GET /__admin/requests) keeps, 1-1000000 (default 10000; about 0.4 KB an entry, taken at start)"},
     [O_ADMIN_TOKEN] = {"admin-token", "TOKEN", true, "require 'Authorization: Bearer TOKEN' on /__admin routes (not /__admin/health and the live page's files; /healthz and /metrics stay open; compared in constant time)"},
     [O_LOG] = {"log", "FORMAT", true, "access log on stderr, one line per request: text (default) or json"},
     [O_QUIET] = {"quiet", NULL, true, "no access log and no start-up notes on stderr (errors still print)"},
@@ -175,6 +176,7 @@ static const char *accepted(int id)
     case O_WEBHOOK_URL: return "must hold at least one URL (comma-separated)";
     case O_WEBHOOK_MAX_PENDING: return "must be 1-4294967295 (deliveries)";
     case O_MAX_TENANTS: return "must be 1-1000000 (tenants)";
+    case O_JOURNAL_SIZE: return "must be 1-1000000 (entries)";
     case O_STRICT_SESSIONS:
     case O_QUIET: return "must be 1, true, yes, 0, false or no";
     default: return "invalid value";
@@ -272,6 +274,11 @@ static int apply(struct cli *c, int id, const char *val, const char *src)
         if (!parse_u64(val, 1000000, &v) || v == 0)
             goto bad;
         cfg->max_tenants = (size_t)v;
+        return 0;
+    case O_JOURNAL_SIZE:
+        if (!parse_u64(val, JOURNAL_SIZE_MAX, &v) || v == 0)
+            goto bad;
+        cfg->journal_size = (size_t)v;
         return 0;
     case O_MID:
         if (val[0] == '\0')
