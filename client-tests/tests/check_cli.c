@@ -421,6 +421,7 @@ START_TEST(test_value_out_of_range_names_the_range)
         {"--max-payments", "4294967296", "--max-payments 4294967296: must be 1-4294967295"},
         {"--journal-size", "0", "--journal-size 0: must be 1-1000000"},
         {"--journal-size", "1000001", "--journal-size 1000001: must be 1-1000000"},
+        {"--max-connections", "0", "--max-connections 0: must be 1-1048576"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *args[] = {cases[i][0], cases[i][1], NULL};

@@ -1,15 +1,22 @@
 /* check_limits.c -- black-box tests of the bounds on what one server holds (docs/cli.md §1):
  * Idempotency-Key records per tenant (--max-idempotency-records, docs/idempotency.md §3
- * "Bounds"), payments per tenant (--max-payments, docs/api.md §2.1) and the journal's size
- * (--journal-size, docs/admin.md §5). Each test starts its own server with a small bound, shows that the request past it
- * gets 503 SERVICE_UNAVAILABLE naming the bound and its flag, that nothing changed, and that
- * what is stored is still answered. Waits poll a condition with a bound. */
+ * "Bounds"), payments per tenant (--max-payments, docs/api.md §2.1), the journal's size
+ * (--journal-size, docs/admin.md §5) and open connections (--max-connections, docs/cli.md §1
+ * "Start-up"). Each test starts its own server with a small bound; for what a tenant stores it
+ * shows that the request past the bound gets 503 SERVICE_UNAVAILABLE naming the bound and its
+ * flag, that nothing changed, and that what is stored is still answered. Waits poll a
+ * condition with a bound. */
 #define _GNU_SOURCE
 
+#include <arpa/inet.h>
 #include <check.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include "check_main.h"
 #include "testkit.h"
@@ -327,6 +334,62 @@ START_TEST(test_journal_size_keeps_the_newest_n_and_bounds_the_limit_filter)
 }
 END_TEST
 
+/* ---- --max-connections ---------------------------------------------------------------------- */
+
+/* A keep-alive connection that has had one GET /healthz answered (so the server holds it open);
+ * returns its socket. */
+static int held_connection(const fg_server *s)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert(fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    static const char req[] = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    ck_assert_int_eq(send(fd, req, sizeof req - 1, MSG_NOSIGNAL), (ssize_t)(sizeof req - 1));
+    char buf[1024];
+    ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+    ck_assert_msg(n > 12 && strncmp(buf, "HTTP/1.1 200", 12) == 0, "no answer on a held connection");
+    return fd;
+}
+
+/* Past --max-connections a new connection is accepted by the kernel (the listen backlog) but
+ * gets no answer until one of the open ones closes; then it is answered. The start-up note says
+ * which limit is in force. */
+START_TEST(test_connection_past_max_connections_waits_until_one_closes)
+{
+    const char *args[] = {"--max-connections", "2", "--threads", "1", NULL};
+    fg_opts o = {.args = args, .access_log = true};
+    fg_server *s = start_server(&o);
+    char *err = NULL;
+    for (int64_t until = fg_now_ms() + 5000; fg_now_ms() < until; fg_pause_ms(10)) {
+        free(err);
+        err = fg_server_stderr(s);
+        if (strstr(err, "connection limit 2 (--max-connections)"))
+            break;
+    }
+    ck_assert_msg(strstr(err, "connection limit 2 (--max-connections)"), "stderr: %s", err);
+    free(err);
+    int a = held_connection(s), b = held_connection(s);
+    const char *headers[] = {s->auth_header, NULL};
+    fg_request req = {.path = "/healthz", .headers = headers, .timeout_ms = 600,
+                      .forbid_reuse = true};
+    fg_response r;
+    ck_assert_int_eq(fg_http(s, NULL, &req, &r), -1);
+    assert_curl(&r, CURLE_OPERATION_TIMEDOUT); /* connected, never answered */
+    fg_response_fini(&r);
+    close(a);
+    req.timeout_ms = 5000;
+    ck_assert_int_eq(fg_http(s, NULL, &req, &r), 0);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    close(b);
+    stop_server(s);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *su = suite_create("blackbox_limits");
@@ -339,5 +402,7 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_max_payments_refuses_only_new_payments_and_counts_per_tenant);
     tc = add_tcase(su, "journal", 30);
     tcase_add_test(tc, test_journal_size_keeps_the_newest_n_and_bounds_the_limit_filter);
+    tc = add_tcase(su, "connections", 30);
+    tcase_add_test(tc, test_connection_past_max_connections_waits_until_one_closes);
     return su;
 }

@@ -34,7 +34,7 @@
  * is documented. Environment variable = FAKEGATE_ + the flag upper-cased, '-' → '_'. */
 enum opt_id {
     O_HOST, O_PORT, O_PORT_FILE, O_PROFILE, O_PROFILES_DIR, O_SEED, O_SECRET_KEY, O_MID,
-    O_THREADS, O_MAX_BODY, O_IDEMPOTENCY_TTL, O_MAX_IDEMPOTENCY_RECORDS, O_MAX_PAYMENTS,
+    O_THREADS, O_MAX_CONNECTIONS, O_MAX_BODY, O_IDEMPOTENCY_TTL, O_MAX_IDEMPOTENCY_RECORDS, O_MAX_PAYMENTS,
     O_SESSION_TTL, O_STRICT_SESSIONS, O_IDLE_TIMEOUT,
     O_CONSECUTIVE_CANCEL_MS, O_REPORT_MAX_IDENTITIES, O_WEBHOOK_URL, O_WEBHOOK_MAX_PENDING,
     O_MAX_TENANTS, O_JOURNAL_SIZE,
@@ -59,6 +59,7 @@ static const struct opt opts[O_COUNT] = {
     [O_SECRET_KEY] = {"secret-key", "KEY", true, "accepted secret key (repeatable; env: comma-separated); default: any key starting test_sk_ or test_gsk_"},
     [O_MID] = {"mid", "MID", true, "merchant id in Payment.mId (default tgen_fakegate)"},
     [O_THREADS] = {"threads", "N", true, "libmicrohttpd worker threads that accept, read and answer requests, 1-64 (default 2; held requests take no thread)"},
+    [O_MAX_CONNECTIONS] = {"max-connections", "N", true, "connections open at once, 1-1048576 (default: the open-files limit minus 64); beyond it new connections wait in the listen backlog until one closes"},
     [O_MAX_BODY] = {"max-body", "BYTES", true, "largest request body in bytes; larger → 413 (default 65536)"},
     [O_IDEMPOTENCY_TTL] = {"idempotency-ttl", "SECONDS", true, "how long an Idempotency-Key record lives (default 1296000 = 15 days, as Toss)"},
     [O_MAX_IDEMPOTENCY_RECORDS] = {"max-idempotency-records", "N", true, "Idempotency-Key records one tenant keeps at once (default 1000000, about 380 MB); a new key beyond it → 503 SERVICE_UNAVAILABLE"},
@@ -165,6 +166,7 @@ static const char *accepted(int id)
     case O_MID: return "must not be empty";
     case O_LOG: return "must be text or json";
     case O_THREADS: return "must be 1-64";
+    case O_MAX_CONNECTIONS: return "must be 1-1048576 (connections)";
     case O_MAX_BODY: return "must be 1-1073741824 (bytes)";
     case O_IDEMPOTENCY_TTL:
     case O_SESSION_TTL: return "must be 1-9223372036 (seconds)";
@@ -295,6 +297,11 @@ static int apply(struct cli *c, int id, const char *val, const char *src)
         if (!parse_u64(val, 64, &v) || v == 0)
             goto bad;
         cfg->threads = (unsigned)v;
+        return 0;
+    case O_MAX_CONNECTIONS:
+        if (!parse_u64(val, 1048576, &v) || v == 0)
+            goto bad;
+        cfg->max_connections = (unsigned)v;
         return 0;
     case O_MAX_BODY:
         if (!parse_u64(val, 1U << 30, &v) || v == 0)
@@ -615,9 +622,13 @@ static int run(struct cli *clip, int argc, char **argv)
         webhooks_stop(wh);
         return 1;
     }
-    if (!cfg->quiet)
-        fprintf(stderr, "fakegate: connection limit %u (from the open-files limit)\n",
-                http_connection_limit(h));
+    unsigned conns = http_connection_limit(h);
+    if (cfg->max_connections > conns) /* a warning: what was asked for is not in force */
+        fprintf(stderr, "fakegate: warning: --max-connections %u is more than the open-files "
+                        "limit allows; connection limit %u\n", cfg->max_connections, conns);
+    else if (!cfg->quiet)
+        fprintf(stderr, "fakegate: connection limit %u (%s)\n", conns,
+                cfg->max_connections ? "--max-connections" : "from the open-files limit");
     if (!host_is_loopback(cfg->host))
         warn_exposed(cfg);
     const char *shown = cfg->host;
