@@ -422,6 +422,7 @@ START_TEST(test_value_out_of_range_names_the_range)
         {"--journal-size", "0", "--journal-size 0: must be 1-1000000"},
         {"--journal-size", "1000001", "--journal-size 1000001: must be 1-1000000"},
         {"--max-connections", "0", "--max-connections 0: must be 1-1048576"},
+        {"--max-json-depth", "2049", "--max-json-depth 2049: must be 1-2048"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *args[] = {cases[i][0], cases[i][1], NULL};

@@ -1,8 +1,9 @@
 /* check_limits.c -- black-box tests of the bounds on what one server holds (docs/cli.md §1):
  * Idempotency-Key records per tenant (--max-idempotency-records, docs/idempotency.md §3
  * "Bounds"), payments per tenant (--max-payments, docs/api.md §2.1), the journal's size
- * (--journal-size, docs/admin.md §5) and open connections (--max-connections, docs/cli.md §1
- * "Start-up"). Each test starts its own server with a small bound; for what a tenant stores it
+ * (--journal-size, docs/admin.md §5), open connections (--max-connections, docs/edge-rules.md
+ * §7 "Capacity") and how deeply JSON may nest (--max-json-depth, docs/api.md §2 "Request
+ * bodies"; a profile's fixed 32, docs/profiles.md §4). Each test starts its own server with a small bound; for what a tenant stores it
  * shows that the request past the bound gets 503 SERVICE_UNAVAILABLE naming the bound and its
  * flag, that nothing changed, and that what is stored is still answered. Waits poll a
  * condition with a bound. */
@@ -390,6 +391,123 @@ START_TEST(test_connection_past_max_connections_waits_until_one_closes)
 }
 END_TEST
 
+/* ---- --max-json-depth ----------------------------------------------------------------------- */
+
+/* A confirm body {"paymentKey", "orderId", "amount", "extra": <levels nested arrays>}
+ * (caller frees); the first '[' of "extra" is level 2. */
+static char *deep_confirm(const char *pk, const char *oid, size_t levels)
+{
+    char head[160];
+    int hl = snprintf(head, sizeof head,
+                      "{\"paymentKey\":\"%s\",\"orderId\":\"%s\",\"amount\":1000,\"extra\":", pk,
+                      oid);
+    char *t = malloc((size_t)hl + 2 * levels + 2);
+    ck_assert_ptr_nonnull(t);
+    memcpy(t, head, (size_t)hl);
+    memset(t + hl, '[', levels);
+    memset(t + (size_t)hl + levels, ']', levels);
+    strcpy(t + (size_t)hl + 2 * levels, "}");
+    return t;
+}
+
+/* POST `path` with `body` and the server's auth (Accept-Language en-US) into *r. */
+static void post_en(const fg_server *s, const char *path, const char *body, fg_response *r)
+{
+    const char *headers[] = {s->auth_header, "Accept-Language: en-US", NULL};
+    fg_request req = {.method = "POST", .path = path, .body = body, .headers = headers};
+    fg_http(s, NULL, &req, r);
+}
+
+START_TEST(test_body_nested_deeper_than_max_json_depth_gets_400_naming_the_depth)
+{
+    fg_server *s = start_args(NULL, NULL);
+    fg_response r;
+    /* The default, 32: "extra" nests 31 more (32 in all) and passes; 40 do not. */
+    char *ok = deep_confirm("pk_deep_ok", "order_deep_ok", 31);
+    post_en(s, CONFIRM_PATH, ok, &r);
+    assert_done(&r, "pk_deep_ok", "order_deep_ok");
+    fg_response_fini(&r);
+    free(ok);
+    char *deep = deep_confirm("pk_deep_no", "order_deep_no", 40);
+    post_en(s, CONFIRM_PATH, deep, &r);
+    assert_error(&r, 400, "INVALID_REQUEST");
+    /* Level 33 is the 32nd '[' of "extra": its column is that of "extra"'s first '[' + 31. */
+    char want[160];
+    snprintf(want, sizeof want,
+             "Invalid JSON: nested deeper than 32 levels (--max-json-depth) (line 1, column %zu)",
+             (size_t)(strchr(deep, '[') - deep) + 1 + 31);
+    ck_assert_str_eq(json_str(r.json, "message"), want);
+    fg_response_fini(&r);
+    free(deep);
+    ck_assert_uint_eq(ledger_size(s), 1); /* the deep one made no payment */
+    stop_server(s);
+
+    /* --max-json-depth 2: a cancel's refundReceiveAccount (2 levels) still fits; 3 do not.
+     * The admin API's JSON bodies follow the same flag. */
+    const char *args[] = {"--max-json-depth", "2", NULL};
+    s = start_args(NULL, args);
+    confirm_fresh(s, "pk_deep_2", "order_deep_2", 1000, NULL, 0, &r);
+    assert_done(&r, "pk_deep_2", "order_deep_2");
+    fg_response_fini(&r);
+    post_en(s, "/v1/payments/pk_deep_2/cancel",
+            "{\"cancelReason\":\"x\",\"refundReceiveAccount\":{\"bank\":\"88\","
+            "\"accountNumber\":\"12345678901234\",\"holderName\":\"홍길동\"}}", &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    post_en(s, CONFIRM_PATH, "{\"paymentKey\":\"pk_deep_3\",\"orderId\":\"order_deep_3\","
+                             "\"amount\":1000,\"x\":[[1]]}", &r);
+    assert_error(&r, 400, "INVALID_REQUEST");
+    ck_assert_msg(strstr(json_str(r.json, "message"), "nested deeper than 2 levels"), "%s", r.body);
+    fg_response_fini(&r);
+    admin_call(s, "PUT", "/__admin/webhooks", "{\"urls\": [[\"http://127.0.0.1:1/h\"]]}", NULL, &r);
+    assert_error(&r, 400, "INVALID_REQUEST");
+    ck_assert_msg(strstr(json_str(r.json, "message"),
+                         "request body:1:11: nested deeper than 2 levels (--max-json-depth)"),
+                  "%s", r.body);
+    fg_response_fini(&r);
+    stop_server(s);
+}
+END_TEST
+
+/* A profile has its own fixed limit, 32 levels: PUT /__admin/profile and a reset naming one
+ * refuse deeper text with 400 INVALID_PROFILE and its place; the profile in force stays. */
+START_TEST(test_profile_nested_deeper_than_32_levels_is_refused_over_the_admin_api)
+{
+    fg_server *s = start_args(NULL, NULL);
+    size_t levels = 40;
+    const char *head = "{\"name\": \"deep\", \"routes\": {}, \"description\": ";
+    size_t hl = strlen(head);
+    char *p = malloc(hl + 2 * levels + 2);
+    ck_assert_ptr_nonnull(p);
+    memcpy(p, head, hl);
+    memset(p + hl, '[', levels);
+    memset(p + hl + levels, ']', levels);
+    strcpy(p + hl + 2 * levels, "}");
+    fg_response r;
+    put_profile(s, p, &r);
+    assert_error(&r, 400, "INVALID_PROFILE");
+    char want[160];
+    snprintf(want, sizeof want,
+             "request body:1:%zu: nested deeper than 32 levels (the most a profile may nest)",
+             hl + 1 + 31);
+    ck_assert_str_eq(json_str(r.json, "message"), want);
+    fg_response_fini(&r);
+    size_t bl = strlen("{\"profile\": ") + strlen(p) + 2;
+    char *body = malloc(bl);
+    ck_assert_ptr_nonnull(body);
+    snprintf(body, bl, "{\"profile\": %s}", p);
+    admin_call(s, "POST", "/__admin/reset", body, NULL, &r);
+    assert_error(&r, 400, "INVALID_PROFILE");
+    ck_assert_msg(strstr(json_str(r.json, "message"), "nested deeper than 32 levels"), "%s",
+                  r.body);
+    fg_response_fini(&r);
+    assert_profile_is(s, "instant", NULL);
+    free(body);
+    free(p);
+    stop_server(s);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *su = suite_create("blackbox_limits");
@@ -404,5 +522,8 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_journal_size_keeps_the_newest_n_and_bounds_the_limit_filter);
     tc = add_tcase(su, "connections", 30);
     tcase_add_test(tc, test_connection_past_max_connections_waits_until_one_closes);
+    tc = add_tcase(su, "json_depth", 30);
+    tcase_add_test(tc, test_body_nested_deeper_than_max_json_depth_gets_400_naming_the_depth);
+    tcase_add_test(tc, test_profile_nested_deeper_than_32_levels_is_refused_over_the_admin_api);
     return su;
 }

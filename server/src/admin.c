@@ -13,6 +13,7 @@
 
 #include "buf.h"
 #include "common.h"
+#include "jsonpos.h"
 #include "render.h"
 #include "admit.h"
 #include "report.h"
@@ -221,7 +222,11 @@ static struct profile *profile_from(struct gateway *g, struct request *r, const 
 {
     char err[ERR_LEN];
     struct profile *p = NULL;
-    json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+    size_t deep;
+    /* Too deep: not parsed here at all; profile_parse refuses it with its place. */
+    json_t *v = jsonpos_too_deep(text, len, PROFILE_MAX_DEPTH, &deep)
+                    ? NULL
+                    : json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
     json_t *name = v ? json_object_get(v, "name") : NULL;
     if (v && json_is_object(v) && json_object_size(v) == 1 && json_is_string(name)) {
         const char *n = json_string_value(name);
@@ -264,6 +269,18 @@ enum handler_result admin_reset(struct gateway *g, struct request *r)
     /* Optional body {"profile": NAME | {...}}: apply it after the reset. */
     struct profile *p = NULL;
     if (r->body.len > 0) {
+        size_t deep, line, col;
+        if (jsonpos_too_deep(r->body.data, r->body.len, PROFILE_MAX_DEPTH + 1, &deep)) {
+            /* {"profile": {...}}: a profile one level down; refused before it is parsed. */
+            char msg[ERR_LEN];
+            jsonpos_line_col(r->body.data, r->body.len, deep, &line, &col);
+            snprintf(msg, sizeof msg, "request body:%zu:%zu: nested deeper than %d levels (the "
+                     "most a profile may nest, inside {\"profile\": ...})", line, col,
+                     PROFILE_MAX_DEPTH);
+            request_error(r, "INVALID_PROFILE", msg);
+            r->obs.outcome = OUT_INVALID;
+            return H_RESPOND;
+        }
         json_error_t jerr;
         json_t *v = json_loadb(r->body.data, r->body.len, JSON_REJECT_DUPLICATES, &jerr);
         json_t *prof = v && json_is_object(v) ? json_object_get(v, "profile") : NULL;

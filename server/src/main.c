@@ -15,6 +15,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "body.h"
 #include "common.h"
 #include "config.h"
 #include "http.h"
@@ -34,7 +35,7 @@
  * is documented. Environment variable = FAKEGATE_ + the flag upper-cased, '-' → '_'. */
 enum opt_id {
     O_HOST, O_PORT, O_PORT_FILE, O_PROFILE, O_PROFILES_DIR, O_SEED, O_SECRET_KEY, O_MID,
-    O_THREADS, O_MAX_CONNECTIONS, O_MAX_BODY, O_IDEMPOTENCY_TTL, O_MAX_IDEMPOTENCY_RECORDS, O_MAX_PAYMENTS,
+    O_THREADS, O_MAX_CONNECTIONS, O_MAX_BODY, O_MAX_JSON_DEPTH, O_IDEMPOTENCY_TTL, O_MAX_IDEMPOTENCY_RECORDS, O_MAX_PAYMENTS,
     O_SESSION_TTL, O_STRICT_SESSIONS, O_IDLE_TIMEOUT,
     O_CONSECUTIVE_CANCEL_MS, O_REPORT_MAX_IDENTITIES, O_WEBHOOK_URL, O_WEBHOOK_MAX_PENDING,
     O_MAX_TENANTS, O_JOURNAL_SIZE,
@@ -61,6 +62,7 @@ static const struct opt opts[O_COUNT] = {
     [O_THREADS] = {"threads", "N", true, "libmicrohttpd worker threads that accept, read and answer requests, 1-64 (default 2; held requests take no thread)"},
     [O_MAX_CONNECTIONS] = {"max-connections", "N", true, "connections open at once, 1-1048576 (default: the open-files limit minus 64); beyond it new connections wait in the listen backlog until one closes"},
     [O_MAX_BODY] = {"max-body", "BYTES", true, "largest request body in bytes; larger → 413 (default 65536)"},
+    [O_MAX_JSON_DEPTH] = {"max-json-depth", "N", true, "how deeply a request body may nest objects and arrays, 1-2048 (default 32); deeper → 400 INVALID_REQUEST, refused before it is parsed"},
     [O_IDEMPOTENCY_TTL] = {"idempotency-ttl", "SECONDS", true, "how long an Idempotency-Key record lives (default 1296000 = 15 days, as Toss)"},
     [O_MAX_IDEMPOTENCY_RECORDS] = {"max-idempotency-records", "N", true, "Idempotency-Key records one tenant keeps at once (default 1000000, about 380 MB); a new key beyond it → 503 SERVICE_UNAVAILABLE"},
     [O_MAX_PAYMENTS] = {"max-payments", "N", true, "payments one tenant's ledger keeps (default 1000000, about 940 MB); a request that would create one beyond it → 503 SERVICE_UNAVAILABLE"},
@@ -168,6 +170,7 @@ static const char *accepted(int id)
     case O_THREADS: return "must be 1-64";
     case O_MAX_CONNECTIONS: return "must be 1-1048576 (connections)";
     case O_MAX_BODY: return "must be 1-1073741824 (bytes)";
+    case O_MAX_JSON_DEPTH: return "must be 1-2048 (levels)";
     case O_IDEMPOTENCY_TTL:
     case O_SESSION_TTL: return "must be 1-9223372036 (seconds)";
     case O_MAX_IDEMPOTENCY_RECORDS: return "must be 1-4294967295 (records)";
@@ -307,6 +310,11 @@ static int apply(struct cli *c, int id, const char *val, const char *src)
         if (!parse_u64(val, 1U << 30, &v) || v == 0)
             goto bad;
         cfg->max_body = (size_t)v;
+        return 0;
+    case O_MAX_JSON_DEPTH:
+        if (!parse_u64(val, BODY_MAX_JSON_DEPTH_MAX, &v) || v == 0)
+            goto bad;
+        cfg->max_json_depth = (size_t)v;
         return 0;
     case O_IDEMPOTENCY_TTL:
         if (!parse_u64(val, INT64_MAX / NS_PER_S, &v) || v == 0)

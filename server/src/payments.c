@@ -812,7 +812,7 @@ static int arrive_locked(struct gateway *g, struct store *s, struct request *r, 
 
 enum handler_result payments_confirm(struct gateway *g, struct request *r)
 {
-    struct body *b = body_parse(r);
+    struct body *b = body_parse(r, g->cfg->max_json_depth);
     if (!b)
         return H_RESPOND;
     if (pay_test_code(r) || !body_confirm(r, b) || below_minimum(r) ||
@@ -828,7 +828,7 @@ enum handler_result payments_confirm(struct gateway *g, struct request *r)
 
 enum handler_result payments_cancel(struct gateway *g, struct request *r)
 {
-    struct body *b = body_parse(r);
+    struct body *b = body_parse(r, g->cfg->max_json_depth);
     if (!b)
         return H_RESPOND;
     if (pay_test_code(r) || !body_cancel(r, b) || pay_over_bounds(g, r, false))
@@ -905,7 +905,7 @@ static int session_locked(struct gateway *g, struct store *s, struct request *r,
 
 enum handler_result payments_register_session(struct gateway *g, struct request *r)
 {
-    struct body *b = body_parse(r);
+    struct body *b = body_parse(r, g->cfg->max_json_depth);
     if (!b)
         return H_RESPOND;
     struct session_args a = {.why = LEDGER_CREATED};

@@ -81,7 +81,7 @@ enum handler_result pay_va_commit(struct gateway *g, struct request *r)
 
 enum handler_result payments_virtual_account(struct gateway *g, struct request *r)
 {
-    struct body *b = body_parse(r);
+    struct body *b = body_parse(r, g->cfg->max_json_depth);
     if (!b)
         return H_RESPOND;
     if (pay_test_code(r) || !body_virtual_account(r, b, gateway_now_us(g)) ||
@@ -155,7 +155,7 @@ static int deposit_locked(struct gateway *g, struct store *s, struct request *r,
 
 enum handler_result payments_admin_deposit(struct gateway *g, struct request *r)
 {
-    struct body *b = body_parse(r);
+    struct body *b = body_parse(r, g->cfg->max_json_depth);
     if (!b)
         return H_RESPOND;
     struct deposit_args a = {.error = strstr(r->path, "deposit-error") != NULL};
