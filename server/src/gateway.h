@@ -248,8 +248,8 @@ int64_t gateway_now_us(const struct gateway *g);
 
 /* Move the gateway clock forward by `us` (>= 0) microseconds, then expire every session that is
  * over at the new time and free the idempotency records past their TTL (gateway_sweep_expired)
- * and wake the webhook dispatcher, so whatever
- * fell due fires at once, in due order. Thread: any (not under the store lock). */
+ * and wake the webhook dispatcher, so whatever fell due fires at once, in due order. Thread: any
+ * (not under the store lock). */
 void gateway_clock_advance(struct gateway *g, int64_t us);
 
 /* Expire every session whose --session-ttl is over at gateway_now_us (docs/api.md §2.1), in
