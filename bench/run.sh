@@ -503,7 +503,9 @@ fi
 # --- 5. memory per stored payment ------------------------------------------------------------
 if want 5; then
     say "5. memory per payment: $PAYMENTS confirms with unique keys and Idempotency-Keys"
-    start_fg mem "$T/zero.json"
+    # Above the default bounds (1 000 000 a tenant): this scenario stores more than that.
+    start_fg mem "$T/zero.json" --max-idempotency-records $((PAYMENTS * 2)) \
+        --max-payments $((PAYMENTS * 2))
     DONE_M='fakegate_payments_total{status="DONE"}'
     wrk_run mem_warm unique_idem 50 1 5 "http://127.0.0.1:$FG_PORT/" # pools, buffers, first table sizes
     sleep 0.2

@@ -288,6 +288,7 @@ START_TEST(test_metrics_text_is_prometheus)
                 {"fakegate_idempotent_replays_total", "counter"},
                 {"fakegate_idempotency_conflicts_total", "counter"},
                 {"fakegate_idempotency_key_reuse_total", "counter"},
+                {"fakegate_idempotency_records", "gauge"},
                 {"fakegate_faults_total", "counter"},
                 {"fakegate_throttled_total", "counter"},
                 {"fakegate_admin_requests_total", "counter"},

@@ -417,6 +417,12 @@ START_TEST(test_value_out_of_range_names_the_range)
         {"--port", "70000", "--port 70000: must be 0-65535"},
         {"--idle-timeout", "86401", "--idle-timeout 86401: must be 0-86400"},
         {"--log", "xml", "--log xml: must be text or json"},
+        {"--max-idempotency-records", "0", "--max-idempotency-records 0: must be 1-4294967295"},
+        {"--max-payments", "4294967296", "--max-payments 4294967296: must be 1-4294967295"},
+        {"--journal-size", "0", "--journal-size 0: must be 1-1000000"},
+        {"--journal-size", "1000001", "--journal-size 1000001: must be 1-1000000"},
+        {"--max-connections", "0", "--max-connections 0: must be 1-1048576"},
+        {"--max-json-depth", "2049", "--max-json-depth 2049: must be 1-2048"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *args[] = {cases[i][0], cases[i][1], NULL};

@@ -1,7 +1,7 @@
 /* check_idempotency.c -- black-box tests of fakegate's idempotency edges (docs/idempotency.md §3)
  * and of the header / body limits and Idempotency-Key bytes of docs/api.md §2 and
  * docs/edge-rules.md §7: a client that leaves during a latency, body mismatch (replay / reject),
- * TTL expiry, stored business errors, 431 and 413. Each test starts its own server on port 0
+ * TTL expiry and the sweep that frees expired records, stored business errors, 431 and 413. Each test starts its own server on port 0
  * through the harness. Waits poll a condition with a bound; the one deliberate wait is the TTL
  * test's, the behaviour under test. */
 #define _GNU_SOURCE
@@ -375,6 +375,54 @@ START_TEST(test_idempotency_ttl_expiry_runs_again)
 }
 END_TEST
 
+/* Memory falls back after the TTL with no further traffic: the once-a-second sweep frees the
+ * expired records, so fakegate_idempotency_records returns to 0 on its own (polled with a
+ * bound), and a resend under a swept key runs again instead of being replayed. */
+START_TEST(test_idempotency_records_fall_back_to_zero_after_the_ttl_without_traffic)
+{
+    enum { N = 20 };
+    fg_server *s = start_args(NULL, ttl_args);
+    char pk[32], oid[32], key[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(pk, sizeof pk, "pk_sweep_%02d", i);
+        snprintf(oid, sizeof oid, "order_sweep_%02d", i);
+        snprintf(key, sizeof key, "key-sweep-%02d", i);
+        fg_response r;
+        confirm_fresh(s, pk, oid, 1000, key, 0, &r);
+        assert_done(&r, pk, oid);
+        fg_response_fini(&r);
+    }
+    /* Just created: all of them still held (the TTL is 1 s; the sweep may at most have begun). */
+    double held = metric1(s, "fakegate_idempotency_records", NULL, NULL);
+    ck_assert_msg(held > 0 && held <= N, "records right after %d confirms: %g", N, held);
+    double left = wait_metric(s, "fakegate_idempotency_records", NULL, NULL, 0, 5000);
+    ck_assert_msg(left == 0, "records 5 s after the last claim: %g", left);
+    /* Gone, not only hidden: the same key is a new request, which the ledger refuses. */
+    fg_response again;
+    confirm_fresh(s, "pk_sweep_00", "order_sweep_00", 1000, "key-sweep-00", 0, &again);
+    assert_error(&again, 400, "ALREADY_PROCESSED_PAYMENT");
+    fg_response_fini(&again);
+    stop_server(s);
+}
+END_TEST
+
+/* Moving the gateway clock past the TTL sweeps at once (POST /__admin/clock runs the sweep). */
+START_TEST(test_clock_advance_past_the_ttl_frees_the_records_at_once)
+{
+    fg_server *s = start_args(NULL, NULL);
+    fg_response r;
+    confirm_fresh(s, "pk_sweep_clock", "order_sweep_clock", 1000, "key-sweep-clock", 0, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    ck_assert(metric1(s, "fakegate_idempotency_records", NULL, NULL) == 1);
+    admin_call(s, "POST", "/__admin/clock", "{\"advance_s\": 1296001}", NULL, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    ck_assert(metric1(s, "fakegate_idempotency_records", NULL, NULL) == 0);
+    stop_server(s);
+}
+END_TEST
+
 /* ---- Idempotency-Key bytes ----------------------------------------------------------------- */
 
 #define KEYBODY(n) "{\"paymentKey\":\"pk_keybytes_" n "\",\"orderId\":\"order_keybytes_" n "\",\"amount\":1000}"
@@ -485,6 +533,8 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_same_key_different_body_is_replayed_by_default);
     tcase_add_test(tc, test_same_key_different_body_rejected_with_reject_option);
     tcase_add_test(tc, test_idempotency_ttl_expiry_runs_again);
+    tcase_add_test(tc, test_idempotency_records_fall_back_to_zero_after_the_ttl_without_traffic);
+    tcase_add_test(tc, test_clock_advance_past_the_ttl_frees_the_records_at_once);
     tcase_add_test(tc, test_replay_of_business_error_is_byte_identical);
 
     tc = add_tcase(su, "wire_limits", 30);

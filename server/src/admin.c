@@ -13,6 +13,7 @@
 
 #include "buf.h"
 #include "common.h"
+#include "jsonpos.h"
 #include "render.h"
 #include "admit.h"
 #include "report.h"
@@ -221,7 +222,11 @@ static struct profile *profile_from(struct gateway *g, struct request *r, const 
 {
     char err[ERR_LEN];
     struct profile *p = NULL;
-    json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+    size_t deep;
+    /* Too deep: not parsed here at all; profile_parse refuses it with its place. */
+    json_t *v = jsonpos_too_deep(text, len, PROFILE_MAX_DEPTH, &deep)
+                    ? NULL
+                    : json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
     json_t *name = v ? json_object_get(v, "name") : NULL;
     if (v && json_is_object(v) && json_object_size(v) == 1 && json_is_string(name)) {
         const char *n = json_string_value(name);
@@ -264,6 +269,18 @@ enum handler_result admin_reset(struct gateway *g, struct request *r)
     /* Optional body {"profile": NAME | {...}}: apply it after the reset. */
     struct profile *p = NULL;
     if (r->body.len > 0) {
+        size_t deep, line, col;
+        if (jsonpos_too_deep(r->body.data, r->body.len, PROFILE_MAX_DEPTH + 1, &deep)) {
+            /* {"profile": {...}}: a profile one level down; refused before it is parsed. */
+            char msg[ERR_LEN];
+            jsonpos_line_col(r->body.data, r->body.len, deep, &line, &col);
+            snprintf(msg, sizeof msg, "request body:%zu:%zu: nested deeper than %d levels (the "
+                     "most a profile may nest, inside {\"profile\": ...})", line, col,
+                     PROFILE_MAX_DEPTH);
+            request_error(r, "INVALID_PROFILE", msg);
+            r->obs.outcome = OUT_INVALID;
+            return H_RESPOND;
+        }
         json_error_t jerr;
         json_t *v = json_loadb(r->body.data, r->body.len, JSON_REJECT_DUPLICATES, &jerr);
         json_t *prof = v && json_is_object(v) ? json_object_get(v, "profile") : NULL;
@@ -299,10 +316,11 @@ enum handler_result admin_reset(struct gateway *g, struct request *r)
     return describe(g, r, t);
 }
 
-size_t admin_requests_filter(const struct request *r, struct journal_filter *f,
+size_t admin_requests_filter(const struct request *r, size_t max_limit, struct journal_filter *f,
                              char *values[ADMIN_MAX_FILTERS], char err[ERR_LEN])
 {
-    *f = (struct journal_filter){.route = -1, .status = -1, .outcome = -1};
+    *f = (struct journal_filter){.route = -1, .status = -1, .outcome = -1,
+                                 .max_limit = max_limit};
     size_t n_values = 0;
     err[0] = '\0';
     /* Every parameter is a filter: a misspelt one must not silently match everything. */
@@ -332,7 +350,7 @@ enum handler_result admin_requests(struct gateway *g, struct request *r)
     struct journal_filter f;
     char *values[ADMIN_MAX_FILTERS];
     char err[ERR_LEN];
-    size_t n_values = admin_requests_filter(r, &f, values, err);
+    size_t n_values = admin_requests_filter(r, g->journal.cap, &f, values, err);
     enum handler_result h;
     if (err[0]) {
         request_error(r, "INVALID_REQUEST", err);
@@ -361,7 +379,7 @@ enum handler_result admin_metrics(struct gateway *g, struct request *r)
 {
     struct buf b;
     buf_init(&b);
-    metrics_render(&b, &g->metrics, &g->flight);
+    metrics_render(&b, &g->metrics, &g->flight, gateway_idem_records(g));
     if (g->webhooks)
         webhooks_render_metrics(g->webhooks, &b);
     enum handler_result h = admin_respond(r, 200, &b);

@@ -52,13 +52,14 @@ enum handler_result admin_requests(struct gateway *g, struct request *r);
 /* More query parameters than GET /__admin/requests has filters: one is repeated. */
 #define ADMIN_MAX_FILTERS 16
 
-/* The filters of GET /__admin/requests from r->query into *f (reset first): each parameter
- * name=value (percent-decoded by request_query) through journal_filter_set. Returns how many
+/* The filters of GET /__admin/requests from r->query into *f (reset first, `limit` allowed up
+ * to max_limit: the journal's size, --journal-size): each parameter name=value
+ * (percent-decoded by request_query) through journal_filter_set. Returns how many
  * values it stored in `values` (caller frees each, also on failure); err is "" when every
  * parameter is a filter, else the message of the first that is not (no value, more than
  * ADMIN_MAX_FILTERS, an unknown name, an invalid value). Out of memory reads as a missing
  * value. Pure; thread: any. */
-size_t admin_requests_filter(const struct request *r, struct journal_filter *f,
+size_t admin_requests_filter(const struct request *r, size_t max_limit, struct journal_filter *f,
                              char *values[ADMIN_MAX_FILTERS], char err[ERR_LEN]);
 
 /* GET /metrics: Prometheus text format 0.0.4. Thread: worker. */

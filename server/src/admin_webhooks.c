@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "body.h"
 #include "buf.h"
 #include "common.h"
+#include "jsonpos.h"
 #include "webhook.h"
 
 /* The farthest the gateway clock goes ahead of the wall clock, in all: 100 years, in seconds.
@@ -28,9 +30,22 @@ static enum handler_result invalid(struct request *r, const char *message)
     return H_RESPOND;
 }
 
-/* The body as a JSON object, or NULL with r answered 400 naming what is wrong. */
-static json_t *object_body(struct request *r, const char *expected)
+/* The body as a JSON object, or NULL with r answered 400 naming what is wrong: a body nested
+ * deeper than --max-json-depth is refused before it is parsed. */
+static json_t *object_body(struct gateway *g, struct request *r, const char *expected)
 {
+    size_t depth = g->cfg->max_json_depth ? g->cfg->max_json_depth : BODY_MAX_JSON_DEPTH_DEFAULT;
+    size_t off, line, col;
+    if (r->body.len && jsonpos_too_deep(r->body.data, r->body.len, depth, &off)) {
+        char msg[ERR_LEN];
+        jsonpos_line_col(r->body.data, r->body.len, off, &line, &col);
+        snprintf(msg, sizeof msg,
+                 "request body:%zu:%zu: nested deeper than %zu levels (--max-json-depth); "
+                 "expected %s",
+                 line, col, depth, expected);
+        invalid(r, msg);
+        return NULL;
+    }
     json_error_t je;
     json_t *v = r->body.len ? json_loadb(r->body.data, r->body.len, JSON_REJECT_DUPLICATES, &je)
                             : NULL;
@@ -77,7 +92,7 @@ static enum handler_result put_receivers(struct gateway *g, struct request *r,
 {
     static const char *const known[] = {"urls", "success", NULL};
     const char *shape = "{\"urls\": [\"http://host:port/path\", ...], \"success\": \"200\" | \"2xx\"}";
-    json_t *v = object_body(r, shape);
+    json_t *v = object_body(g, r, shape);
     if (!v)
         return H_RESPOND;
     char msg[ERR_LEN + 32], err[ERR_LEN];
@@ -220,7 +235,7 @@ enum handler_result admin_clock(struct gateway *g, struct request *r)
     if (r->method == HM_GET)
         return render_clock(g, r);
     static const char *const known[] = {"advance_s", NULL};
-    json_t *v = object_body(r, "{\"advance_s\": N} (seconds, N >= 0, fractions allowed)");
+    json_t *v = object_body(g, r, "{\"advance_s\": N} (seconds, N >= 0, fractions allowed)");
     if (!v)
         return H_RESPOND;
     const char *bad = unknown_key(v, known);

@@ -44,10 +44,33 @@ static void invalid_field(struct request *r, const char *code, const char *name,
     body_invalid(r, code, ko_at, en_at);
 }
 
-static bool parse_body(struct request *r, json_t **out)
+/* A body nested deeper than max_depth (--max-json-depth) is refused on its raw bytes, before
+ * jansson builds a tree of it: 400 INVALID_REQUEST naming the depth, the flag and where the
+ * first level too many opens. True if it is within the depth. */
+static bool depth_ok(struct request *r, const char *text, size_t max_depth)
+{
+    size_t off, line, col;
+    if (!jsonpos_too_deep(text, r->body.len, max_depth, &off))
+        return true;
+    jsonpos_line_col(text, r->body.len, off, &line, &col);
+    char ko[400], en[400];
+    snprintf(ko, sizeof ko,
+             "잘못된 요청입니다. JSON 형식 오류: nested deeper than %zu levels (--max-json-depth) "
+             "(line %zu, column %zu)",
+             max_depth, line, col);
+    snprintf(en, sizeof en,
+             "Invalid JSON: nested deeper than %zu levels (--max-json-depth) (line %zu, column %zu)",
+             max_depth, line, col);
+    body_invalid(r, "INVALID_REQUEST", ko, en);
+    return false;
+}
+
+static bool parse_body(struct request *r, size_t max_depth, json_t **out)
 {
     json_error_t err;
     const char *text = r->body.data ? r->body.data : "";
+    if (!depth_ok(r, text, max_depth ? max_depth : BODY_MAX_JSON_DEPTH_DEFAULT))
+        return false;
     json_t *root = json_loadb(text, r->body.len, JSON_REJECT_DUPLICATES, &err);
     char ko[400], en[400];
     if (!root) {
@@ -232,10 +255,10 @@ static uint64_t canonical_hash(const json_t *v)
 }
 
 
-struct body *body_parse(struct request *r)
+struct body *body_parse(struct request *r, size_t max_depth)
 {
     json_t *root;
-    if (!parse_body(r, &root))
+    if (!parse_body(r, max_depth, &root))
         return NULL;
     struct body *b = malloc(sizeof *b);
     if (!b) {

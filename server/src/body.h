@@ -14,9 +14,17 @@
 
 struct body; /* a parsed body */
 
-/* Parse r->body (JSON, duplicate keys rejected) as an object. Returns it (free with
- * body_free), or NULL with r answered 400 INVALID_REQUEST naming what and where. */
-struct body *body_parse(struct request *r);
+/* Default of --max-json-depth: how deeply a request body may nest objects and arrays. The
+ * deepest body the API takes is 2 (a cancel's refundReceiveAccount). */
+#define BODY_MAX_JSON_DEPTH_DEFAULT 32
+/* The largest --max-json-depth: jansson's own parsing depth (JSON_PARSER_MAX_DEPTH, 2048). */
+#define BODY_MAX_JSON_DEPTH_MAX 2048
+
+/* Parse r->body (JSON, duplicate keys rejected) as an object. A body nested deeper than
+ * `max_depth` (--max-json-depth; 0: BODY_MAX_JSON_DEPTH_DEFAULT) is refused on its raw bytes,
+ * before any tree is built. Returns it (free with body_free), or NULL with r answered 400
+ * INVALID_REQUEST naming what and where. */
+struct body *body_parse(struct request *r, size_t max_depth);
 void body_free(struct body *b);
 
 /* What identifies the request for the report even when its fields are invalid: its orderId

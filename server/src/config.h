@@ -32,6 +32,12 @@ struct config {
     size_t n_webhook_urls;
     size_t webhook_max_pending; /* --webhook-max-pending (0 = WEBHOOK_MAX_PENDING_DEFAULT) */
     size_t max_tenants;         /* --max-tenants (0 = GATEWAY_MAX_TENANTS_DEFAULT, 10 000) */
+    size_t max_idempotency_records; /* --max-idempotency-records, per tenant
+                                       (0 = GATEWAY_MAX_IDEM_RECORDS_DEFAULT) */
+    size_t max_payments;        /* --max-payments, per tenant (0 = GATEWAY_MAX_PAYMENTS_DEFAULT) */
+    size_t journal_size;        /* --journal-size, entries (0 = JOURNAL_SIZE_DEFAULT, 10 000) */
+    unsigned max_connections;   /* --max-connections (0 = from the open-files limit) */
+    size_t max_json_depth;      /* --max-json-depth, request bodies (0 = BODY_MAX_JSON_DEPTH_DEFAULT, 32) */
     size_t report_max_identities; /* --report-max-identities: the report's bound on identities
                                      (0 = REPORT_MAX_IDENTITIES_DEFAULT, 1 000 000) */
 };

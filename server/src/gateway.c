@@ -40,7 +40,7 @@ int gateway_init(struct gateway *g, const struct config *cfg, profile_resolver r
     g->started_unix_us = now_unix_us();
     size_t max_ids = cfg->report_max_identities ? cfg->report_max_identities
                                                 : REPORT_MAX_IDENTITIES_DEFAULT;
-    if (journal_init(&g->journal, 10000) != 0 ||
+    if (journal_init(&g->journal, cfg->journal_size ? cfg->journal_size : JOURNAL_SIZE_DEFAULT) != 0 ||
         report_init(&g->report, max_ids, g->started_unix_us, 1) != 0 ||
         !(g->timeline = timeline_new()) || gateway_tenants_init(g) != 0) {
         profile_free(profile);
@@ -103,11 +103,45 @@ void gateway_clock_advance(struct gateway *g, int64_t us)
         webhooks_wake(g->webhooks);
 }
 
+static int count_idem_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
+{
+    (void)g;
+    (void)r;
+    *(size_t *)arg += store_idem_count(s);
+    return 0;
+}
+
+/* Idempotency records freed per store-lock section, and sections per tenant per sweep: a
+ * request waits behind one batch at most (a few hundred microseconds), and a sweep frees up to
+ * 256 Ki records a tenant, far more than a second's worth of claims. */
+#define IDEM_SWEEP_BATCH 4096
+#define IDEM_SWEEP_BATCHES 64
+
+static int idem_sweep_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
+{
+    (void)r;
+    bool *more = arg;
+    store_idem_sweep(s, gateway_now_us(g) * 1000, IDEM_SWEEP_BATCH, more);
+    return 0;
+}
+
 size_t gateway_sweep_expired(struct gateway *g)
 {
     size_t n = 0;
-    for (struct tenant *t = gateway_tenant_next(g, NULL); t; t = gateway_tenant_next(g, t))
+    for (struct tenant *t = gateway_tenant_next(g, NULL); t; t = gateway_tenant_next(g, t)) {
         gateway_tenant_txn(g, t, gateway_sweep_locked, &n);
+        bool more = true;
+        for (int i = 0; i < IDEM_SWEEP_BATCHES && more; i++)
+            gateway_tenant_txn(g, t, idem_sweep_locked, &more);
+    }
+    return n;
+}
+
+size_t gateway_idem_records(struct gateway *g)
+{
+    size_t n = 0;
+    for (struct tenant *t = gateway_tenant_next(g, NULL); t; t = gateway_tenant_next(g, t))
+        gateway_tenant_txn(g, t, count_idem_locked, &n);
     return n;
 }
 

@@ -36,6 +36,12 @@ struct applied {
 #define GATEWAY_MAX_SUBSCRIBERS 4
 /* Default of --max-tenants. */
 #define GATEWAY_MAX_TENANTS_DEFAULT 10000
+/* Default of --max-idempotency-records, per tenant: about 380 bytes a record (a stored
+ * business error under a 20-character key, measured), so some 380 MB at the bound. */
+#define GATEWAY_MAX_IDEM_RECORDS_DEFAULT 1000000
+/* Default of --max-payments, per tenant: 937 bytes a payment with its Idempotency-Key record
+ * (make bench, scenario 5), so about 940 MB at the bound. */
+#define GATEWAY_MAX_PAYMENTS_DEFAULT 1000000
 
 /* One merchant: the state of one secret key (docs/tenants.md §9). Created on its key's first
  * use (or by an admin call naming it) and kept until exit, so a pointer to it stays valid;
@@ -76,7 +82,7 @@ struct gateway {
     struct live *_Atomic live;     /* the active profile's state; requests keep the one they
                                       arrived under */
     struct flight flight;          /* in-flight counts per route */
-    struct journal journal;        /* the last 10 000 gateway requests */
+    struct journal journal;        /* the last --journal-size gateway requests (default 10 000) */
     struct timeline *timeline;     /* every gateway request per second (the live page) */
     struct report report;          /* every gateway request since the last reset, judged */
     struct metrics metrics;
@@ -241,15 +247,22 @@ void gateway_with_applied(struct gateway *g, void (*fn)(const struct applied *a,
 int64_t gateway_now_us(const struct gateway *g);
 
 /* Move the gateway clock forward by `us` (>= 0) microseconds, then expire every session that is
- * over at the new time (gateway_sweep_expired) and wake the webhook dispatcher, so whatever
- * fell due fires at once, in due order. Thread: any (not under the store lock). */
+ * over at the new time and free the idempotency records past their TTL (gateway_sweep_expired)
+ * and wake the webhook dispatcher, so whatever fell due fires at once, in due order. Thread: any
+ * (not under the store lock). */
 void gateway_clock_advance(struct gateway *g, int64_t us);
 
 /* Expire every session whose --session-ttl is over at gateway_now_us (docs/api.md §2.1), in
  * creation order, each with its EXPIRED event; a session a confirm holds is looked at again on
- * the next sweep. Amortised O(1) per payment. Returns how many expired. Thread: any (not under
- * the store lock); the webhook dispatcher calls it once a second. */
+ * the next sweep. Amortised O(1) per payment. Then free the idempotency records whose
+ * --idempotency-ttl is over (docs/idempotency.md §3), oldest first, in batches under the store
+ * lock so no request waits long behind it. Returns how many sessions expired. Thread: any (not
+ * under the store lock); the webhook dispatcher calls it once a second. */
 size_t gateway_sweep_expired(struct gateway *g);
+
+/* The idempotency records every tenant holds now (fakegate_idempotency_records). Takes the
+ * store lock once per tenant. Thread: any (not under the store lock). */
+size_t gateway_idem_records(struct gateway *g);
 
 /* Expire p of store s if its session is over (--session-ttl; docs/api.md §2.1) or, for a
  * virtual account, its due date (docs/virtual-accounts.md §6.6). True if p is EXPIRED. Store

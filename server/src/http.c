@@ -89,7 +89,8 @@ struct http_server {
     struct sched *sched;
     const struct config *cfg;
     unsigned port;
-    unsigned conn_limit;
+    unsigned conn_limit;      /* MHD_OPTION_CONNECTION_LIMIT: --max-connections, at most... */
+    unsigned conn_limit_fd;   /* ... what the open-files limit allows */
     uint64_t trace_salt;
     atomic_uint_fast64_t trace_seq;
     atomic_bool stopping;
@@ -606,6 +607,13 @@ static void on_poke_tick(void *arg, bool draining)
 
 /* --- start / stop ------------------------------------------------------------------------- */
 
+unsigned http_connection_limit_for(unsigned nofile, unsigned max_connections)
+{
+    /* Keep descriptors for the listen socket, epoll, the ITC pipe, files and logs. */
+    unsigned fd_limit = nofile > 128 ? nofile - 64 : nofile / 2;
+    return max_connections && max_connections < fd_limit ? max_connections : fd_limit;
+}
+
 static unsigned raise_nofile(void)
 {
     struct rlimit rl;
@@ -645,8 +653,8 @@ struct http_server *http_start(const struct config *cfg, struct sched *s, struct
     h->cfg = cfg;
     h->trace_salt = trace_salt;
     unsigned nofile = raise_nofile();
-    /* Keep descriptors for the listen socket, epoll, the ITC pipe, files and logs. */
-    h->conn_limit = nofile > 128 ? nofile - 64 : nofile / 2;
+    h->conn_limit_fd = http_connection_limit_for(nofile, 0);
+    h->conn_limit = http_connection_limit_for(nofile, cfg->max_connections);
 
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG;
@@ -691,6 +699,11 @@ unsigned http_port(const struct http_server *h)
 unsigned http_connection_limit(const struct http_server *h)
 {
     return h->conn_limit;
+}
+
+unsigned http_connection_limit_fd(const struct http_server *h)
+{
+    return h->conn_limit_fd;
 }
 
 void http_stop(struct http_server *h, int64_t grace_ms)

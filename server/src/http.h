@@ -23,8 +23,19 @@ struct http_server *http_start(const struct config *cfg, struct sched *s, struct
 /* The port actually bound (useful with port 0). */
 unsigned http_port(const struct http_server *h);
 
-/* The connection limit chosen from RLIMIT_NOFILE. */
+/* The connection limit in force (libmicrohttpd's MHD_OPTION_CONNECTION_LIMIT, docs/cli.md §1
+ * "Start-up"): --max-connections, or, without it or when it is larger, what the open-files
+ * limit allows (http_connection_limit_fd). Past it libmicrohttpd takes no new connection until
+ * one closes; they wait in the listen backlog. */
 unsigned http_connection_limit(const struct http_server *h);
+/* What the open-files limit allows: RLIMIT_NOFILE (raised to its hard limit) minus 64. */
+unsigned http_connection_limit_fd(const struct http_server *h);
+
+/* The connection limit for an open-files limit of `nofile` descriptors (at most 1 048 576) and
+ * --max-connections `max_connections` (0: none): nofile minus 64 kept for the listen socket,
+ * epoll, pipes, files and logs (half of it below 129), or max_connections when smaller.
+ * Thread: any; pure. */
+unsigned http_connection_limit_for(unsigned nofile, unsigned max_connections);
 
 /* Stop: refuse new connections, drain the scheduler (queued requests answered 503, processing
  * ones committed), wait up to `grace_ms` for connections to finish, then stop the daemon and

@@ -1,8 +1,10 @@
 /* idem.h -- idempotency records: claim / complete / release / replay (docs/idempotency.md §3).
  * A record is keyed by its scope (secret key, Idempotency-Key, method, path) and is PROCESSING
  * from the claim until its owner completes it (DONE, holding the exact response) or releases
- * it (deleted). Only the owner may complete or release. Pure data, no lock: the gateway's store
- * lock guards every call, so for one scope at most one request ever holds the claim. */
+ * it (deleted). Only the owner may complete or release. Every record is also on a list in claim
+ * order, which is expiry order (one TTL for all), so idem_sweep frees expired records oldest
+ * first without looking at live ones. Pure data, no lock: the gateway's store lock guards every
+ * call, so for one scope at most one request ever holds the claim. */
 #ifndef FAKEGATE_IDEM_H
 #define FAKEGATE_IDEM_H
 
@@ -38,11 +40,15 @@ struct idem_record {
     int64_t expires_ns;          /* business time (the gateway clock), ns since the epoch */
     uint64_t body_hash;          /* hash of the first request's canonical body */
     struct idem_response resp;   /* DONE only */
+    struct idem_record *older, *newer; /* the expiry list (claim order) */
 };
 
 struct idem_store {
     struct strmap map;
     int64_t ttl_ns;
+    struct idem_record *oldest, *newest; /* the expiry list's ends, NULL when empty */
+    size_t max_records;          /* --max-idempotency-records: claims beyond it are refused;
+                                    0 = no bound (set after idem_init) */
 };
 
 /* Build the scope key into out (caller frees): the four parts joined by NUL bytes.
@@ -61,7 +67,8 @@ struct idem_record *idem_lookup(struct idem_store *s, const char *scope, size_t 
                                 int64_t now_ns);
 
 /* Create a PROCESSING record owned by `owner`. Requires that no live record exists (call
- * idem_lookup first, under the same lock). Returns NULL on out of memory. */
+ * idem_lookup first, under the same lock). Returns NULL on out of memory, or when the store
+ * already holds max_records (call idem_room first to tell the two apart). */
 struct idem_record *idem_claim(struct idem_store *s, const char *scope, size_t len,
                                const void *owner, uint64_t body_hash, int64_t now_ns);
 
@@ -76,5 +83,17 @@ int idem_release(struct idem_store *s, struct idem_record *rec, const void *owne
 
 /* Number of live records (expired ones not yet swept included). */
 size_t idem_count(const struct idem_store *s);
+
+/* Delete the DONE records expired at now_ns, oldest first, looking at `budget` records at most,
+ * and stop at the first one not yet expired: the cost is the expired records, never the live
+ * ones. An expired record still PROCESSING cannot go (its owner will complete or release it):
+ * it is moved to the newest end, and freed by a later sweep or lookup once it is DONE. Returns
+ * how many were deleted; *more (if not NULL) is set when the budget ran out first. */
+size_t idem_sweep(struct idem_store *s, int64_t now_ns, size_t budget, bool *more);
+
+/* May a new record be claimed at now_ns (fewer than max_records held)? At the bound it first
+ * sweeps a few expired records (idem_sweep), so an expired record never blocks a new one.
+ * Thread: the caller's, under the store lock. */
+bool idem_room(struct idem_store *s, int64_t now_ns);
 
 #endif

@@ -264,8 +264,9 @@ int journal_filter_set(struct journal_filter *f, const char *name, const char *v
         return 0;
     }
     if (strcmp(name, "limit") == 0) {
-        if (!digits || *end || v < 1 || v > 10000) {
-            snprintf(err, err_len, "limit: 1 .. 10000");
+        size_t max = f->max_limit ? f->max_limit : JOURNAL_SIZE_DEFAULT;
+        if (!digits || *end || v < 1 || v > max) {
+            snprintf(err, err_len, "limit: 1 .. %zu (the journal's size, --journal-size)", max);
             return -1;
         }
         f->limit = (size_t)v;

@@ -60,6 +60,12 @@ struct journal_entry {
 
 struct journal_slot;              /* journal.c */
 
+/* --journal-size: its default (docs/admin.md §5) and its largest value. The ring's slots are
+ * made at start, about 340 bytes each (measured RSS), plus some 90 bytes of strings once a slot
+ * holds a request, so the largest costs about 430 MB. */
+#define JOURNAL_SIZE_DEFAULT 10000
+#define JOURNAL_SIZE_MAX 1000000
+
 struct journal {
     struct journal_slot *ring;
     size_t cap;
@@ -67,7 +73,8 @@ struct journal {
     _Atomic uint64_t first_id;   /* the first id handed out since the last reset */
 };
 
-/* A ring of `cap` entries (default 10 000, docs/admin.md §5). Returns 0, or -1 on out of memory. */
+/* A ring of `cap` entries, 1 ... JOURNAL_SIZE_MAX (--journal-size, default JOURNAL_SIZE_DEFAULT;
+ * docs/admin.md §5). Returns 0, or -1 on out of memory. */
 int journal_init(struct journal *j, size_t cap);
 void journal_fini(struct journal *j);
 /* Forget every entry. Ids carry on (a request held across the reset cannot complete a newer
@@ -95,11 +102,13 @@ struct journal_filter {
     uint64_t since_id;           /* only ids above it */
     const char *tenant;          /* only this tenant's (compared as a pointer: tenant_key) */
     size_t limit;                /* the newest `limit` matches (0: all of them) */
+    size_t max_limit;            /* the largest `limit` accepted: the journal's size (0:
+                                    JOURNAL_SIZE_DEFAULT); set before parsing */
 };
 
-/* Parse one filter from a query parameter `name` = `value` (percent-decoded) into *f.
- * Returns 0, or -1 with a message naming the parameter in err (an unknown name, an empty or
- * invalid value). Thread: any. */
+/* Parse one filter from a query parameter `name` = `value` (percent-decoded) into *f; `limit`
+ * is 1 ... f->max_limit. Returns 0, or -1 with a message naming the parameter in err (an
+ * unknown name, an empty or invalid value). Thread: any. */
 int journal_filter_set(struct journal_filter *f, const char *name, const char *value,
                        char *err, size_t err_len);
 

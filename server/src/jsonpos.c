@@ -64,6 +64,25 @@ static size_t skip_value(const char *s, size_t len, size_t i)
     return i;
 }
 
+bool jsonpos_too_deep(const char *text, size_t len, size_t max_depth, size_t *off)
+{
+    size_t depth = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (c == '"') {
+            i = skip_string(text, len, i) - 1; /* onto the closing quote (or the last byte) */
+        } else if (c == '{' || c == '[') {
+            if (++depth > max_depth) {
+                *off = i;
+                return true;
+            }
+        } else if ((c == '}' || c == ']') && depth > 0) {
+            depth--;
+        }
+    }
+    return false;
+}
+
 /* The 4 hex digits at s[i, i+4) (i + 4 <= end), or -1. */
 static long hex4(const char *s, size_t end, size_t i)
 {

@@ -27,6 +27,15 @@ struct jsonpos_step {
 bool jsonpos_find(const char *text, size_t len, const struct jsonpos_step *path, size_t depth,
                   bool want_key, size_t *off);
 
+/* Is `text` (`len` bytes) nested deeper than `max_depth` containers? Scans the raw bytes, before
+ * any parser builds a tree: every '{' or '[' outside a string opens a level (the top-level
+ * object or array is level 1), every '}' or ']' closes one; inside a string a backslash escapes
+ * the next byte, so brackets and quotes in strings never count. True, with *off = the byte offset
+ * of the first bracket that opens level max_depth + 1; false if none does. It does not validate
+ * the JSON: on text a parser would reject it still answers, and reads nothing past len.
+ * Thread: any; pure. */
+bool jsonpos_too_deep(const char *text, size_t len, size_t max_depth, size_t *off);
+
 /* Find the value of member `name` of the top-level object in `text` (`len` bytes): true and
  * *off = the byte offset of the value's first byte. False (*off untouched) if the text is not
  * an object, the member is not there, or its key is written with escapes (the caller's message

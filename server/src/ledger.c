@@ -151,6 +151,10 @@ struct payment *ledger_create(struct ledger *l, const char *payment_key, const c
     enum ledger_create_result dummy;
     if (!why)
         why = &dummy;
+    if (l->max_payments && l->n_all >= l->max_payments) {
+        *why = LEDGER_FULL;
+        return NULL;
+    }
     *why = LEDGER_NO_MEMORY;
     if (grow((void **)&l->all, &l->cap_all, l->n_all + 1, sizeof *l->all) != 0)
         return NULL;

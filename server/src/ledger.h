@@ -109,6 +109,8 @@ struct ledger {
     struct ledger_due *due;  /* a min-heap by due date of virtual accounts that were waiting
                                 for a deposit when pushed (entries gone stale are skipped) */
     size_t n_due, cap_due;
+    size_t max_payments;     /* --max-payments: creations beyond it are refused (LEDGER_FULL);
+                                0 = no bound. Set after ledger_init; a reset keeps it */
 };
 
 void ledger_init(struct ledger *l, uint64_t salt);
@@ -124,13 +126,14 @@ struct payment *ledger_get_by_order(const struct ledger *l, const char *order_id
 
 /* What ledger_create did. */
 enum ledger_create_result {
-    LEDGER_CREATED, LEDGER_KEY_EXISTS, LEDGER_ORDER_TAKEN, LEDGER_NO_MEMORY
+    LEDGER_CREATED, LEDGER_KEY_EXISTS, LEDGER_ORDER_TAKEN, LEDGER_NO_MEMORY,
+    LEDGER_FULL                  /* it holds max_payments already */
 };
 
 /* Create a payment IN_PROGRESS (copies the strings), indexed by its paymentKey and its orderId
  * (one probe walk per index). Returns it, or NULL -- the ledger unchanged -- when the
- * paymentKey exists, another payment holds the orderId, or memory ran out; *why (if not NULL)
- * says which. */
+ * paymentKey exists, another payment holds the orderId, the ledger holds max_payments already,
+ * or memory ran out; *why (if not NULL) says which. */
 struct payment *ledger_create(struct ledger *l, const char *payment_key, const char *order_id,
                               int64_t amount, int64_t now_us, enum ledger_create_result *why);
 

@@ -15,6 +15,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "body.h"
 #include "common.h"
 #include "config.h"
 #include "http.h"
@@ -34,9 +35,10 @@
  * is documented. Environment variable = FAKEGATE_ + the flag upper-cased, '-' → '_'. */
 enum opt_id {
     O_HOST, O_PORT, O_PORT_FILE, O_PROFILE, O_PROFILES_DIR, O_SEED, O_SECRET_KEY, O_MID,
-    O_THREADS, O_MAX_BODY, O_IDEMPOTENCY_TTL, O_SESSION_TTL, O_STRICT_SESSIONS, O_IDLE_TIMEOUT,
+    O_THREADS, O_MAX_CONNECTIONS, O_MAX_BODY, O_MAX_JSON_DEPTH, O_IDEMPOTENCY_TTL, O_MAX_IDEMPOTENCY_RECORDS, O_MAX_PAYMENTS,
+    O_SESSION_TTL, O_STRICT_SESSIONS, O_IDLE_TIMEOUT,
     O_CONSECUTIVE_CANCEL_MS, O_REPORT_MAX_IDENTITIES, O_WEBHOOK_URL, O_WEBHOOK_MAX_PENDING,
-    O_MAX_TENANTS,
+    O_MAX_TENANTS, O_JOURNAL_SIZE,
     O_ADMIN_TOKEN, O_LOG, O_QUIET,
     O_CHECK_PROFILE, O_VERSION, O_HELP, O_COUNT
 };
@@ -58,8 +60,12 @@ static const struct opt opts[O_COUNT] = {
     [O_SECRET_KEY] = {"secret-key", "KEY", true, "accepted secret key (repeatable; env: comma-separated); default: any key starting test_sk_ or test_gsk_"},
     [O_MID] = {"mid", "MID", true, "merchant id in Payment.mId (default tgen_fakegate)"},
     [O_THREADS] = {"threads", "N", true, "libmicrohttpd worker threads that accept, read and answer requests, 1-64 (default 2; held requests take no thread)"},
+    [O_MAX_CONNECTIONS] = {"max-connections", "N", true, "connections open at once, 1-1048576 (default: the open-files limit minus 64); beyond it new connections wait in the listen backlog until one closes"},
     [O_MAX_BODY] = {"max-body", "BYTES", true, "largest request body in bytes; larger → 413 (default 65536)"},
+    [O_MAX_JSON_DEPTH] = {"max-json-depth", "N", true, "how deeply a request body may nest objects and arrays, 1-2048 (default 32); deeper → 400 INVALID_REQUEST, refused before it is parsed"},
     [O_IDEMPOTENCY_TTL] = {"idempotency-ttl", "SECONDS", true, "how long an Idempotency-Key record lives (default 1296000 = 15 days, as Toss)"},
+    [O_MAX_IDEMPOTENCY_RECORDS] = {"max-idempotency-records", "N", true, "Idempotency-Key records one tenant keeps at once (default 1000000, about 380 MB); a new key beyond it → 503 SERVICE_UNAVAILABLE"},
+    [O_MAX_PAYMENTS] = {"max-payments", "N", true, "payments one tenant's ledger keeps (default 1000000, about 940 MB); a request that would create one beyond it → 503 SERVICE_UNAVAILABLE"},
     [O_SESSION_TTL] = {"session-ttl", "SECONDS", true, "payment session lifetime (default 600, Toss's 10-minute window)"},
     [O_STRICT_SESSIONS] = {"strict-sessions", NULL, true, "an unknown paymentKey → 404 NOT_FOUND_PAYMENT_SESSION (default: lenient)"},
     [O_IDLE_TIMEOUT] = {"idle-timeout", "SECONDS", true, "close idle keep-alive connections after this many seconds (default 30; 0 = never)"},
@@ -68,6 +74,7 @@ static const struct opt opts[O_COUNT] = {
     [O_WEBHOOK_URL] = {"webhook-url", "URL", true, "webhook receiver, http://host[:port]/path (repeatable, at most 16; env: comma-separated); PUT /__admin/webhooks replaces them at run time"},
     [O_WEBHOOK_MAX_PENDING] = {"webhook-max-pending", "N", true, "webhook deliveries pending at once (default 10000); beyond it the oldest is failed, fakegate_webhook_evicted_total counts it"},
     [O_MAX_TENANTS] = {"max-tenants", "N", true, "distinct secret keys (tenants) one server keeps state for (default 10000); a new key beyond it → 503 SERVICE_UNAVAILABLE"},
+    [O_JOURNAL_SIZE] = {"journal-size", "N", true, "requests the journal (GET /__admin/requests) keeps, 1-1000000 (default 10000; about 0.4 KB an entry, taken at start)"},
     [O_ADMIN_TOKEN] = {"admin-token", "TOKEN", true, "require 'Authorization: Bearer TOKEN' on /__admin routes (not /__admin/health and the live page's files; /healthz and /metrics stay open; compared in constant time)"},
     [O_LOG] = {"log", "FORMAT", true, "access log on stderr, one line per request: text (default) or json"},
     [O_QUIET] = {"quiet", NULL, true, "no access log and no start-up notes on stderr (errors still print)"},
@@ -98,7 +105,7 @@ static void usage(FILE *f)
                 env[k++] = *p == '-' ? '_' : (char)(*p - ('a' <= *p && *p <= 'z' ? 32 : 0));
             snprintf(env + k, sizeof env - k, "]");
         }
-        fprintf(f, "  %-26s %s%s\n", left, opts[i].help, env);
+        fprintf(f, "  %-28s %s%s\n", left, opts[i].help, env);
     }
 }
 
@@ -161,15 +168,20 @@ static const char *accepted(int id)
     case O_MID: return "must not be empty";
     case O_LOG: return "must be text or json";
     case O_THREADS: return "must be 1-64";
+    case O_MAX_CONNECTIONS: return "must be 1-1048576 (connections)";
     case O_MAX_BODY: return "must be 1-1073741824 (bytes)";
+    case O_MAX_JSON_DEPTH: return "must be 1-2048 (levels)";
     case O_IDEMPOTENCY_TTL:
     case O_SESSION_TTL: return "must be 1-9223372036 (seconds)";
+    case O_MAX_IDEMPOTENCY_RECORDS: return "must be 1-4294967295 (records)";
+    case O_MAX_PAYMENTS: return "must be 1-4294967295 (payments)";
     case O_IDLE_TIMEOUT: return "must be 0-86400 (seconds; 0 = never)";
     case O_CONSECUTIVE_CANCEL_MS: return "must be 0-86400000 (milliseconds; 0 = off)";
     case O_REPORT_MAX_IDENTITIES: return "must be 1-4294967295 (identities)";
     case O_WEBHOOK_URL: return "must hold at least one URL (comma-separated)";
     case O_WEBHOOK_MAX_PENDING: return "must be 1-4294967295 (deliveries)";
     case O_MAX_TENANTS: return "must be 1-1000000 (tenants)";
+    case O_JOURNAL_SIZE: return "must be 1-1000000 (entries)";
     case O_STRICT_SESSIONS:
     case O_QUIET: return "must be 1, true, yes, 0, false or no";
     default: return "invalid value";
@@ -268,6 +280,11 @@ static int apply(struct cli *c, int id, const char *val, const char *src)
             goto bad;
         cfg->max_tenants = (size_t)v;
         return 0;
+    case O_JOURNAL_SIZE:
+        if (!parse_u64(val, JOURNAL_SIZE_MAX, &v) || v == 0)
+            goto bad;
+        cfg->journal_size = (size_t)v;
+        return 0;
     case O_MID:
         if (val[0] == '\0')
             goto bad;
@@ -284,15 +301,35 @@ static int apply(struct cli *c, int id, const char *val, const char *src)
             goto bad;
         cfg->threads = (unsigned)v;
         return 0;
+    case O_MAX_CONNECTIONS:
+        if (!parse_u64(val, 1048576, &v) || v == 0)
+            goto bad;
+        cfg->max_connections = (unsigned)v;
+        return 0;
     case O_MAX_BODY:
         if (!parse_u64(val, 1U << 30, &v) || v == 0)
             goto bad;
         cfg->max_body = (size_t)v;
         return 0;
+    case O_MAX_JSON_DEPTH:
+        if (!parse_u64(val, BODY_MAX_JSON_DEPTH_MAX, &v) || v == 0)
+            goto bad;
+        cfg->max_json_depth = (size_t)v;
+        return 0;
     case O_IDEMPOTENCY_TTL:
         if (!parse_u64(val, INT64_MAX / NS_PER_S, &v) || v == 0)
             goto bad;
         cfg->idempotency_ttl_s = (int64_t)v;
+        return 0;
+    case O_MAX_IDEMPOTENCY_RECORDS:
+        if (!parse_u64(val, UINT32_MAX, &v) || v == 0)
+            goto bad;
+        cfg->max_idempotency_records = (size_t)v;
+        return 0;
+    case O_MAX_PAYMENTS:
+        if (!parse_u64(val, UINT32_MAX, &v) || v == 0)
+            goto bad;
+        cfg->max_payments = (size_t)v;
         return 0;
     case O_SESSION_TTL:
         if (!parse_u64(val, INT64_MAX / NS_PER_S, &v) || v == 0)
@@ -593,9 +630,13 @@ static int run(struct cli *clip, int argc, char **argv)
         webhooks_stop(wh);
         return 1;
     }
-    if (!cfg->quiet)
-        fprintf(stderr, "fakegate: connection limit %u (from the open-files limit)\n",
-                http_connection_limit(h));
+    unsigned conns = http_connection_limit(h);
+    if (cfg->max_connections > conns) /* a warning: what was asked for is not in force */
+        fprintf(stderr, "fakegate: warning: --max-connections %u is more than the open-files "
+                        "limit allows; connection limit %u\n", cfg->max_connections, conns);
+    else if (!cfg->quiet)
+        fprintf(stderr, "fakegate: connection limit %u (%s)\n", conns,
+                cfg->max_connections ? "--max-connections" : "from the open-files limit");
     if (!host_is_loopback(cfg->host))
         warn_exposed(cfg);
     const char *shown = cfg->host;

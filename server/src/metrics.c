@@ -40,7 +40,7 @@ static void family(struct buf *b, const char *name, const char *type, const char
     buf_addf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-void metrics_render(struct buf *b, struct metrics *m, struct flight *f)
+void metrics_render(struct buf *b, struct metrics *m, struct flight *f, size_t idem_records)
 {
     family(b, "fakegate_requests_total", "counter",
            "Gateway requests by route and outcome (admin, health and metrics excluded).");
@@ -72,6 +72,9 @@ void metrics_render(struct buf *b, struct metrics *m, struct flight *f)
     family(b, "fakegate_idempotency_key_reuse_total", "counter",
            "An Idempotency-Key sent again with a different body.");
     buf_addf(b, "fakegate_idempotency_key_reuse_total %llu\n", atomic_load(&m->key_reuse));
+    family(b, "fakegate_idempotency_records", "gauge",
+           "Idempotency-Key records held now, every tenant's (expired ones go within a second).");
+    buf_addf(b, "fakegate_idempotency_records %zu\n", idem_records);
     family(b, "fakegate_faults_total", "counter", "Injected faults that fired, by kind.");
     for (int k = FAULT_ERROR; k <= FAULT_DRIP; k++)
         buf_addf(b, "fakegate_faults_total{kind=\"%s\"} %llu\n",

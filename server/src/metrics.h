@@ -5,6 +5,7 @@
 #define FAKEGATE_METRICS_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "buf.h"
@@ -34,7 +35,8 @@ void metrics_reset(struct metrics *m);
 void metrics_observe_latency(struct metrics *m, double ms);
 
 /* The Prometheus text of every family (one HELP and one TYPE each, a final newline), with the
- * in-flight gauges and peaks read from `f`. */
-void metrics_render(struct buf *b, struct metrics *m, struct flight *f);
+ * in-flight gauges and peaks read from `f` and the idempotency records held now,
+ * `idem_records` (fakegate_idempotency_records). */
+void metrics_render(struct buf *b, struct metrics *m, struct flight *f, size_t idem_records);
 
 #endif

@@ -137,6 +137,78 @@ void pay_business_error(struct store *s, struct request *r, const char *code,
     }
 }
 
+/* --- memory bounds (docs/cli.md §1: --max-idempotency-records, --max-payments) ------------ */
+
+/* Refuse r because its tenant's store is at bound `b`: 503 SERVICE_UNAVAILABLE whose message
+ * names the bound and its flag [ours]. Called before anything is stored for r; fakegate's own
+ * answer, so no fault acts on it. Store lock held. */
+void pay_refuse_bound(struct request *r, const struct store *s, enum pay_bound b)
+{
+    char msg[400];
+    if (b == BOUND_PAYMENTS)
+        snprintf(msg, sizeof msg,
+                 "this secret key's ledger holds %zu payments, the most --max-payments allows: "
+                 "reads, cancels and confirms of stored payments still work; POST /__admin/reset "
+                 "empties it",
+                 store_payments_max(s));
+    else
+        snprintf(msg, sizeof msg,
+                 "this secret key holds %zu Idempotency-Key records, the most "
+                 "--max-idempotency-records allows: a stored key is still answered and a request "
+                 "without a key still runs, but a new key is refused until records expire "
+                 "(--idempotency-ttl) or POST /__admin/reset",
+                 store_idem_max(s));
+    request_error(r, "SERVICE_UNAVAILABLE", msg);
+    r->resp.internal = true;
+    r->obs.outcome = OUT_CAPPED;
+}
+
+struct bound_args {
+    const char *scope;             /* r's idempotency scope, or NULL: no key */
+    size_t scope_len;
+    bool creates;                  /* r creates its payment unless r->payment_key is stored */
+};
+
+static int bounds_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
+{
+    const struct bound_args *a = arg;
+    int64_t now_ns = gateway_now_us(g) * 1000;
+    if (a->creates && (!r->payment_key || !store_payment(s, r->payment_key)) &&
+        !store_payment_room(s)) {
+        pay_refuse_bound(r, s, BOUND_PAYMENTS);
+        return 1;
+    }
+    if (a->scope && !store_idem_lookup(s, a->scope, a->scope_len, now_ns) &&
+        !store_idem_room(s, now_ns)) {
+        pay_refuse_bound(r, s, BOUND_IDEM_RECORDS);
+        return 1;
+    }
+    return 0;
+}
+
+/* At arrival, before the plan: would r need a payment (`creates`: a new paymentKey) or an
+ * idempotency record (a new Idempotency-Key) that its tenant's store has no room for? Then r is
+ * answered 503 (pay_refuse_bound) and true is returned: nothing is stored, no attempt counted.
+ * A request that passes may still find a bound reached further on (others took the last places
+ * meanwhile): the claim and every creation check again there. */
+bool pay_over_bounds(struct gateway *g, struct request *r, bool creates)
+{
+    struct bound_args a = {NULL, 0, creates};
+    char *scope = NULL;
+    if (r->adm.idem_key) {
+        scope = idem_scope(r->adm.secret_key, r->adm.idem_key, r->method_str, r->path,
+                           &a.scope_len);
+        if (!scope) {
+            request_internal(r, "FAILED_INTERNAL_SYSTEM_PROCESSING");
+            return true;
+        }
+        a.scope = scope;
+    }
+    int rc = a.scope || creates ? gateway_txn(g, r, bounds_locked, &a) : 0;
+    free(scope);
+    return rc == 1; /* a reset overtook r (GATEWAY_STRADDLED): it is answered further on */
+}
+
 /* Idempotency at the moment a request leaves its queue (docs/idempotency.md §3): PROCESSING
  * → 409, DONE → replay (or 422 with on_body_mismatch reject), none → claim (r->claim).
  * True if r may go on. */
@@ -160,6 +232,10 @@ static bool idem_gate(struct gateway *g, struct store *s, struct request *r, con
             replay(g, r, rec);
             r->obs.outcome = OUT_REPLAYED;
         }
+        return false;
+    }
+    if (!store_idem_room(s, now)) {
+        pay_refuse_bound(r, s, BOUND_IDEM_RECORDS); /* --max-idempotency-records */
         return false;
     }
     r->claim = store_idem_claim(s, scope, len, r, r->body_hash, now);
@@ -199,7 +275,14 @@ static bool confirm_checks(struct gateway *g, struct store *s, struct request *r
             pay_business_error(s, r, "NOT_FOUND_PAYMENT_SESSION", NULL, NULL);
             return false;
         }
-        p = store_create(s, r->payment_key, r->order_id, r->amount, gateway_now_us(g), r, NULL);
+        enum ledger_create_result why;
+        p = store_create(s, r->payment_key, r->order_id, r->amount, gateway_now_us(g), r, &why);
+        if (!p && why == LEDGER_FULL) {
+            /* --max-payments, reached since r arrived: not a business outcome, not stored. */
+            pay_release_claim(s, r);
+            pay_refuse_bound(r, s, BOUND_PAYMENTS);
+            return false;
+        }
         if (!p) {
             pay_business_error(s, r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL, NULL);
             return false;
@@ -703,10 +786,11 @@ static int arrive_locked(struct gateway *g, struct store *s, struct request *r, 
 
 enum handler_result payments_confirm(struct gateway *g, struct request *r)
 {
-    struct body *b = body_parse(r);
+    struct body *b = body_parse(r, g->cfg->max_json_depth);
     if (!b)
         return H_RESPOND;
-    if (pay_test_code(r) || !body_confirm(r, b) || below_minimum(r))
+    if (pay_test_code(r) || !body_confirm(r, b) || below_minimum(r) ||
+        pay_over_bounds(g, r, !g->cfg->strict_sessions))
         return pay_unplanned(g, r, b);
     body_free(b);
     if (!pay_plan_current(g, r, r->adm.idem_key ? r->adm.idem_key : r->order_id))
@@ -718,10 +802,10 @@ enum handler_result payments_confirm(struct gateway *g, struct request *r)
 
 enum handler_result payments_cancel(struct gateway *g, struct request *r)
 {
-    struct body *b = body_parse(r);
+    struct body *b = body_parse(r, g->cfg->max_json_depth);
     if (!b)
         return H_RESPOND;
-    if (pay_test_code(r) || !body_cancel(r, b))
+    if (pay_test_code(r) || !body_cancel(r, b) || pay_over_bounds(g, r, false))
         return pay_unplanned(g, r, b);
     body_free(b);
     r->payment_key = strdup(r->path_param);
@@ -795,7 +879,7 @@ static int session_locked(struct gateway *g, struct store *s, struct request *r,
 
 enum handler_result payments_register_session(struct gateway *g, struct request *r)
 {
-    struct body *b = body_parse(r);
+    struct body *b = body_parse(r, g->cfg->max_json_depth);
     if (!b)
         return H_RESPOND;
     struct session_args a = {.why = LEDGER_CREATED};
@@ -816,6 +900,8 @@ enum handler_result payments_register_session(struct gateway *g, struct request 
                      "paymentKey: the payment already exists");
     else if (rc != 0 && a.why == LEDGER_ORDER_TAKEN)
         request_error(r, "DUPLICATED_ORDER_ID", NULL);
+    else if (rc != 0 && a.why == LEDGER_FULL)
+        pay_refuse_bound(r, &(t ? t : gateway_tenant_next(g, NULL))->store, BOUND_PAYMENTS);
     else if (rc != 0 || !a.body)
         request_internal(r, "FAILED_INTERNAL_SYSTEM_PROCESSING");
     else

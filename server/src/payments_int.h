@@ -28,6 +28,10 @@ bool pay_plan_current(struct gateway *g, struct request *r, const char *identity
 bool pay_test_code(struct request *r);
 enum handler_result pay_unplanned(struct gateway *g, struct request *r, struct body *b);
 void pay_session_key(struct gateway *g, uint64_t n, char out[32]);
+/* The store's bounds a request can run into (pay_refuse_bound). */
+enum pay_bound { BOUND_IDEM_RECORDS, BOUND_PAYMENTS };
+void pay_refuse_bound(struct request *r, const struct store *s, enum pay_bound b);
+bool pay_over_bounds(struct gateway *g, struct request *r, bool creates);
 
 /* virtual_accounts.c */
 enum handler_result pay_va_commit(struct gateway *g, struct request *r);

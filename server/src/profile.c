@@ -336,6 +336,14 @@ int profile_parse(const char *text, size_t len, const char *origin, profile_reso
     }
     if (origin == NULL)
         origin = "profile";
+    size_t deep;
+    if (jsonpos_too_deep(text, len, PROFILE_MAX_DEPTH, &deep)) {
+        size_t line, col;
+        jsonpos_line_col(text, len, deep, &line, &col);
+        snprintf(err, ERR_LEN, "%s:%zu:%zu: nested deeper than %d levels (the most a profile "
+                 "may nest)", origin, line, col, PROFILE_MAX_DEPTH);
+        return -1;
+    }
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (root == NULL) {
@@ -356,6 +364,12 @@ int profile_parse_fault(const char *fault_json, size_t len, struct profile **out
                         char err[ERR_LEN])
 {
     *out = NULL;
+    size_t deep;
+    if (jsonpos_too_deep(fault_json, len, PROFILE_MAX_DEPTH - 4, &deep)) {
+        snprintf(err, ERR_LEN, "nested deeper than %d levels (the most a fault may nest)",
+                 PROFILE_MAX_DEPTH - 4);
+        return -1;
+    }
     json_error_t je;
     json_t *fault = json_loadb(fault_json, len, JSON_REJECT_DUPLICATES, &je);
     if (fault == NULL) {

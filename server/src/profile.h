@@ -111,6 +111,10 @@ struct schedule_phase {
 };
 
 #define PROFILE_NAME_MAX 64
+/* How deeply a profile's JSON may nest objects and arrays: fixed, since a valid profile's keys
+ * allow about 9 levels (a schedule phase's inline profile, its route, its faults). Deeper text
+ * is refused on its raw bytes, before jansson builds a tree of it. */
+#define PROFILE_MAX_DEPTH 32
 
 /* The profile's "webhooks" section (docs/profiles.md §4, docs/webhooks.md §6.5): what happens to
  * each webhook event before it reaches its receivers. Each decision is drawn per (seed,
@@ -154,8 +158,8 @@ typedef int (*profile_resolver)(const char *name, struct profile **out, char err
  * (a file path, or e.g. "request body"). On success returns 0 and sets *out (caller owns it:
  * profile_free). On failure returns -1, sets *out to NULL and writes
  * "origin:line:column: message" to err (1-based line and column, pointing at the offending key
- * or value; the column counts characters, as jansson's own errors do). Rejects: malformed
- * JSON, duplicate keys, unknown keys, wrong types, a name not matching [a-z0-9_-]{1,64},
+ * or value; the column counts characters, as jansson's own errors do). Rejects: text nested
+ * deeper than PROFILE_MAX_DEPTH (before parsing it), malformed JSON, duplicate keys, unknown keys, wrong types, a name not matching [a-z0-9_-]{1,64},
  * negative or non-finite times, times above 86 400 000 ms,
  * min_ms > max_ms, p99_ms < median_ms, mixture weights <= 0, nested mixtures, unknown
  * "dist". Faults, throttle, concurrency, webhooks and schedules as docs/profiles.md §4
@@ -174,7 +178,8 @@ int profile_parse(const char *text, size_t len, const char *origin, profile_reso
  * (docs/profiles.md §4) is validated by the same rules as a profile. Returns 0 and sets *out
  * (caller owns it), or -1 with *out NULL and a message in err that names fields from inside the
  * fault and carries no position ("how: expected ...", "missing \"code\""): the client wrote a
- * header, not this JSON. Thread: any. */
+ * header, not this JSON. A fault nested deeper than PROFILE_MAX_DEPTH - 4 levels (the levels
+ * of a profile above a fault) is refused before it is parsed. Thread: any. */
 int profile_parse_fault(const char *fault_json, size_t len, struct profile **out,
                         char err[ERR_LEN]);
 

@@ -23,6 +23,12 @@ void store_init(struct store *s, uint64_t salt, int64_t idem_ttl_ns, store_event
     s->emit_ctx = emit_ctx;
 }
 
+void store_set_limits(struct store *s, size_t max_idem_records, size_t max_payments)
+{
+    s->idem.max_records = max_idem_records;
+    s->ledger.max_payments = max_payments;
+}
+
 void store_fini(struct store *s)
 {
     attempts_fini(&s->attempts);
@@ -49,6 +55,16 @@ struct payment *store_payment(struct store *s, const char *payment_key)
 struct payment *store_payment_by_order(struct store *s, const char *order_id)
 {
     return ledger_get_by_order(&s->ledger, order_id);
+}
+
+bool store_payment_room(const struct store *s)
+{
+    return !s->ledger.max_payments || s->ledger.n_all < s->ledger.max_payments;
+}
+
+size_t store_payments_max(const struct store *s)
+{
+    return s->ledger.max_payments;
 }
 
 size_t store_payment_count(const struct store *s)
@@ -187,6 +203,26 @@ int store_idem_release(struct store *s, struct idem_record *rec, const void *own
     int rc = idem_release(&s->idem, rec, owner);
     assert(rc == 0); /* and released only by its owner */
     return rc;
+}
+
+size_t store_idem_sweep(struct store *s, int64_t now_ns, size_t budget, bool *more)
+{
+    return idem_sweep(&s->idem, now_ns, budget, more);
+}
+
+bool store_idem_room(struct store *s, int64_t now_ns)
+{
+    return idem_room(&s->idem, now_ns);
+}
+
+size_t store_idem_max(const struct store *s)
+{
+    return s->idem.max_records;
+}
+
+size_t store_idem_count(const struct store *s)
+{
+    return idem_count(&s->idem);
 }
 
 uint32_t store_attempts_next(struct store *s, enum route_id route, const char *identity)

@@ -52,6 +52,10 @@ struct store {
 void store_init(struct store *s, uint64_t salt, int64_t idem_ttl_ns, store_event_fn emit,
                 void *emit_ctx);
 void store_fini(struct store *s);
+/* The store's bounds (docs/cli.md §1): at most `max_idem_records` idempotency records
+ * (--max-idempotency-records) and `max_payments` payments (--max-payments); 0 = no bound.
+ * Thread: main, before the store is used. */
+void store_set_limits(struct store *s, size_t max_idem_records, size_t max_payments);
 /* Empty the payments and the idempotency records (POST /__admin/reset); the id and commit
  * sequences carry on, so no derived key repeats. Store lock held. */
 void store_reset(struct store *s);
@@ -64,6 +68,11 @@ void store_attempts_reset(struct store *s);
  * and no reset has run. */
 struct payment *store_payment(struct store *s, const char *payment_key);
 struct payment *store_payment_by_order(struct store *s, const char *order_id);
+/* May a payment be created now (fewer than --max-payments stored)? A creation without room
+ * fails with LEDGER_FULL. */
+bool store_payment_room(const struct store *s);
+/* The bound store_payment_room applies (0: none). */
+size_t store_payments_max(const struct store *s);
 /* Every payment in creation order: the i-th for i < store_payment_count. Borrowed. */
 size_t store_payment_count(const struct store *s);
 struct payment *store_payment_at(struct store *s, size_t i);
@@ -126,6 +135,17 @@ struct idem_record *store_idem_claim(struct store *s, const char *scope, size_t 
 int store_idem_complete(struct store *s, struct idem_record *rec, const void *owner,
                         struct idem_response *resp);
 int store_idem_release(struct store *s, struct idem_record *rec, const void *owner);
+/* idem_sweep on the store's records: delete those expired at now_ns (the gateway clock), oldest
+ * first, looking at `budget` at most; *more set when the budget ran out first. Returns how many
+ * went. */
+size_t store_idem_sweep(struct store *s, int64_t now_ns, size_t budget, bool *more);
+/* May a request claim a new idempotency record now (below --max-idempotency-records, after
+ * freeing a few expired ones at the bound)? A claim without room fails: ask this first. */
+bool store_idem_room(struct store *s, int64_t now_ns);
+/* The bound store_idem_room applies (0: none). */
+size_t store_idem_max(const struct store *s);
+/* How many idempotency records the store holds (expired ones not yet swept included). */
+size_t store_idem_count(const struct store *s);
 
 /* --- attempt counters (docs/profiles.md §4 "attempts") --- */
 

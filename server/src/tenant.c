@@ -38,6 +38,11 @@ static struct tenant *tenant_new(struct gateway *g, const char *key)
     store_init(&t->store, mix64(g->instance_id ^ mix64(t->index + 1)),
                g->cfg->idempotency_ttl_s * NS_PER_S, gateway_publish, g);
     t->store.owner = t;
+    const struct config *cfg = g->cfg;
+    store_set_limits(&t->store,
+                     cfg->max_idempotency_records ? cfg->max_idempotency_records
+                                                  : GATEWAY_MAX_IDEM_RECORDS_DEFAULT,
+                     cfg->max_payments ? cfg->max_payments : GATEWAY_MAX_PAYMENTS_DEFAULT);
     t->generation = g->generation;
     atomic_store(&t->journal_floor, atomic_load(&g->journal.first_id));
     return t;

@@ -48,6 +48,11 @@ static int va_locked(struct gateway *g, struct store *s, struct request *r, void
             pay_business_error(s, r, "DUPLICATED_ORDER_ID", NULL, NULL);
             return VA_ANSWERED;
         }
+        if (why == LEDGER_FULL) { /* --max-payments, reached since r arrived: not stored */
+            pay_release_claim(s, r);
+            pay_refuse_bound(r, s, BOUND_PAYMENTS);
+            return VA_ANSWERED;
+        }
         pay_release_claim(s, r);
         return VA_FAILED;
     }
@@ -76,10 +81,11 @@ enum handler_result pay_va_commit(struct gateway *g, struct request *r)
 
 enum handler_result payments_virtual_account(struct gateway *g, struct request *r)
 {
-    struct body *b = body_parse(r);
+    struct body *b = body_parse(r, g->cfg->max_json_depth);
     if (!b)
         return H_RESPOND;
-    if (pay_test_code(r) || !body_virtual_account(r, b, gateway_now_us(g)))
+    if (pay_test_code(r) || !body_virtual_account(r, b, gateway_now_us(g)) ||
+        pay_over_bounds(g, r, true))
         return pay_unplanned(g, r, b);
     body_free(b);
     if (!pay_plan_current(g, r, r->adm.idem_key ? r->adm.idem_key : r->order_id))
@@ -149,7 +155,7 @@ static int deposit_locked(struct gateway *g, struct store *s, struct request *r,
 
 enum handler_result payments_admin_deposit(struct gateway *g, struct request *r)
 {
-    struct body *b = body_parse(r);
+    struct body *b = body_parse(r, g->cfg->max_json_depth);
     if (!b)
         return H_RESPOND;
     struct deposit_args a = {.error = strstr(r->path, "deposit-error") != NULL};

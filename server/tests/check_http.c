@@ -1,5 +1,6 @@
 /* check_http.c -- the descriptor choice of the 128-event-stall workaround (http.c): a socket
- * for worker w of n must have fd % n == w, and its peer must be closed. */
+ * for worker w of n must have fd % n == w, and its peer must be closed; and the connection
+ * limit chosen from the open-files limit and --max-connections. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <fcntl.h>
@@ -34,11 +35,24 @@ START_TEST(test_closed_socket_for_every_worker)
 }
 END_TEST
 
+START_TEST(test_connection_limit_is_the_open_files_limit_minus_64_or_max_connections)
+{
+    ck_assert_uint_eq(http_connection_limit_for(1024, 0), 960);
+    ck_assert_uint_eq(http_connection_limit_for(1048576, 0), 1048512);
+    ck_assert_uint_eq(http_connection_limit_for(100, 0), 50); /* few descriptors: half */
+    ck_assert_uint_eq(http_connection_limit_for(1024, 2), 2);
+    ck_assert_uint_eq(http_connection_limit_for(1024, 960), 960);
+    ck_assert_uint_eq(http_connection_limit_for(1024, 961), 960); /* not past the descriptors */
+    ck_assert_uint_eq(http_connection_limit_for(1024, 1048576), 960);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *s = suite_create("http");
     TCase *tc = tcase_create("closed_socket_for");
     tcase_add_test(tc, test_closed_socket_for_every_worker);
+    tcase_add_test(tc, test_connection_limit_is_the_open_files_limit_minus_64_or_max_connections);
     suite_add_tcase(s, tc);
     return s;
 }

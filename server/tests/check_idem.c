@@ -1,7 +1,9 @@
-/* check_idem.c -- unit tests for idem.c: claim / complete / release ownership, lazy TTL expiry
- * of DONE records, scope construction (NUL-separated parts) and a 10^4-record store. Pure: the
- * clock is a parameter, so no test sleeps or reads a real clock. */
+/* check_idem.c -- unit tests for idem.c: claim / complete / release ownership, TTL expiry of
+ * DONE records (at lookup, and by the oldest-first sweep), scope construction (NUL-separated
+ * parts), the bound on records and a 10^4-record store. Pure: the clock is a parameter, so no test sleeps or reads a
+ * real clock. */
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,6 +289,169 @@ START_TEST(test_idem_claim_replaces_expired_record_not_looked_up)
 }
 END_TEST
 
+/* Claim `n` records "s0".."s<n-1>" at T0 + i ns; the even ones DONE when `done_even`, else all
+ * DONE. Scopes go to scopes[] (caller frees). */
+static void claim_n(struct idem_store *s, int n, int *owners, char **scopes, size_t *lens,
+                    struct idem_record **recs, bool done_even)
+{
+    char key[16];
+    for (int i = 0; i < n; i++) {
+        snprintf(key, sizeof key, "s%d", i);
+        scopes[i] = scope_of(key, &lens[i]);
+        recs[i] = idem_claim(s, scopes[i], lens[i], &owners[i], 1, T0 + i);
+        ck_assert_ptr_nonnull(recs[i]);
+        if (!done_even || i % 2 == 0) {
+            struct idem_response resp = body_resp(200, "done");
+            ck_assert_int_eq(idem_complete(recs[i], &owners[i], &resp), 0);
+        }
+    }
+}
+
+START_TEST(test_idem_sweep_frees_expired_done_records_oldest_first_and_stops_at_a_live_one)
+{
+    struct idem_store s;
+    idem_init(&s, TTL_NS);
+    int owners[10];
+    char *scopes[10];
+    size_t lens[10];
+    struct idem_record *recs[10];
+    claim_n(&s, 10, owners, scopes, lens, recs, false);
+    ck_assert_uint_eq(idem_sweep(&s, T0 + TTL_NS - 1, 100, NULL), 0); /* none expired yet */
+    ck_assert_uint_eq(idem_count(&s), 10);
+    bool more = true;
+    /* Records 0..3 expired at T0 + TTL + 3: exactly those go, nothing newer is looked at. */
+    ck_assert_uint_eq(idem_sweep(&s, T0 + TTL_NS + 3, 100, &more), 4);
+    ck_assert(!more);
+    ck_assert_uint_eq(idem_count(&s), 6);
+    for (int i = 0; i < 10; i++)
+        ck_assert_ptr_eq(idem_lookup(&s, scopes[i], lens[i], T0 + 1), i < 4 ? NULL : recs[i]);
+    ck_assert_uint_eq(idem_sweep(&s, INT64_MAX, 100, &more), 6);
+    ck_assert_uint_eq(idem_count(&s), 0);
+    ck_assert_ptr_null(s.oldest);
+    ck_assert_ptr_null(s.newest);
+    for (int i = 0; i < 10; i++)
+        free(scopes[i]);
+    idem_fini(&s);
+}
+END_TEST
+
+START_TEST(test_idem_sweep_looks_at_no_more_than_its_budget)
+{
+    struct idem_store s;
+    idem_init(&s, TTL_NS);
+    int owners[10];
+    char *scopes[10];
+    size_t lens[10];
+    struct idem_record *recs[10];
+    claim_n(&s, 10, owners, scopes, lens, recs, false);
+    bool more = false;
+    ck_assert_uint_eq(idem_sweep(&s, INT64_MAX, 3, &more), 3);
+    ck_assert(more);
+    ck_assert_uint_eq(idem_count(&s), 7);
+    ck_assert_uint_eq(idem_sweep(&s, INT64_MAX, 7, &more), 7);
+    ck_assert(!more); /* nothing left: the budget did not run out before the end */
+    ck_assert_uint_eq(idem_sweep(&s, INT64_MAX, 0, &more), 0);
+    ck_assert(!more);
+    for (int i = 0; i < 10; i++)
+        free(scopes[i]);
+    idem_fini(&s);
+}
+END_TEST
+
+START_TEST(test_idem_sweep_passes_over_a_processing_record_and_frees_it_once_done)
+{
+    struct idem_store s;
+    idem_init(&s, TTL_NS);
+    int owners[6];
+    char *scopes[6];
+    size_t lens[6];
+    struct idem_record *recs[6];
+    claim_n(&s, 6, owners, scopes, lens, recs, true); /* 1, 3, 5 still PROCESSING */
+    bool more = true;
+    ck_assert_uint_eq(idem_sweep(&s, INT64_MAX, 100, &more), 3);
+    ck_assert(!more);
+    ck_assert_uint_eq(idem_count(&s), 3);
+    for (int i = 1; i < 6; i += 2) {
+        ck_assert_ptr_eq(idem_lookup(&s, scopes[i], lens[i], INT64_MAX), recs[i]);
+        ck_assert_int_eq(recs[i]->state, IDEM_PROCESSING);
+    }
+    /* The owner of 3 releases it, 1 and 5 complete: the next sweep frees those two. */
+    ck_assert_int_eq(idem_release(&s, recs[3], &owners[3]), 0);
+    struct idem_response r1 = body_resp(200, "a"), r5 = body_resp(200, "b");
+    ck_assert_int_eq(idem_complete(recs[1], &owners[1], &r1), 0);
+    ck_assert_int_eq(idem_complete(recs[5], &owners[5], &r5), 0);
+    ck_assert_uint_eq(idem_sweep(&s, INT64_MAX, 100, &more), 2);
+    ck_assert_uint_eq(idem_count(&s), 0);
+    for (int i = 0; i < 6; i++)
+        free(scopes[i]);
+    idem_fini(&s);
+}
+END_TEST
+
+START_TEST(test_idem_sweep_after_lookups_replacements_and_reset_keeps_the_list_whole)
+{
+    struct idem_store s;
+    idem_init(&s, TTL_NS);
+    int owners[8], next;
+    char *scopes[8];
+    size_t lens[8];
+    struct idem_record *recs[8];
+    claim_n(&s, 8, owners, scopes, lens, recs, false);
+    /* An expired record dropped by its lookup, one replaced by a new claim, then the sweep. */
+    ck_assert_ptr_null(idem_lookup(&s, scopes[2], lens[2], T0 + TTL_NS + 2));
+    struct idem_record *again = idem_claim(&s, scopes[5], lens[5], &next, 9, T0 + 2 * TTL_NS);
+    ck_assert_ptr_nonnull(again);
+    ck_assert_uint_eq(idem_count(&s), 7);
+    /* At T0 + 2 TTL every first-round record is expired; the new claim is PROCESSING. */
+    ck_assert_uint_eq(idem_sweep(&s, T0 + 2 * TTL_NS, 100, NULL), 6);
+    ck_assert_uint_eq(idem_count(&s), 1);
+    ck_assert_ptr_eq(s.oldest, again);
+    ck_assert_ptr_eq(s.newest, again);
+    idem_reset(&s);
+    ck_assert_uint_eq(idem_sweep(&s, INT64_MAX, 100, NULL), 0);
+    ck_assert_ptr_null(s.oldest);
+    ck_assert_ptr_nonnull(idem_claim(&s, scopes[0], lens[0], &next, 1, T0));
+    ck_assert_ptr_eq(s.oldest, s.newest);
+    for (int i = 0; i < 8; i++)
+        free(scopes[i]);
+    idem_fini(&s);
+}
+END_TEST
+
+START_TEST(test_idem_claim_beyond_max_records_is_refused_until_an_expired_one_is_freed)
+{
+    struct idem_store s;
+    idem_init(&s, TTL_NS);
+    s.max_records = 3;
+    int owners[4];
+    char *scopes[4];
+    size_t lens[4];
+    struct idem_record *recs[3];
+    claim_n(&s, 3, owners, scopes, lens, recs, false);
+    scopes[3] = scope_of("s3", &lens[3]);
+    /* Full, nothing expired: no room, and a claim without room fails, the store unchanged. */
+    ck_assert(!idem_room(&s, T0 + 1));
+    ck_assert_ptr_null(idem_claim(&s, scopes[3], lens[3], &owners[3], 1, T0 + 1));
+    ck_assert_uint_eq(idem_count(&s), 3);
+    for (int i = 0; i < 3; i++)
+        ck_assert_ptr_eq(idem_lookup(&s, scopes[i], lens[i], T0 + 1), recs[i]);
+    /* Record 0 has expired: asking for room frees it, and the claim fits. */
+    ck_assert(idem_room(&s, T0 + TTL_NS));
+    ck_assert_uint_eq(idem_count(&s), 2);
+    ck_assert_ptr_nonnull(idem_claim(&s, scopes[3], lens[3], &owners[3], 1, T0 + TTL_NS));
+    ck_assert(!idem_room(&s, T0 + TTL_NS));
+    /* A release makes room too. */
+    ck_assert_int_eq(idem_release(&s, idem_lookup(&s, scopes[3], lens[3], T0 + TTL_NS), &owners[3]),
+                     0);
+    ck_assert(idem_room(&s, T0 + TTL_NS));
+    s.max_records = 0; /* no bound */
+    ck_assert(idem_room(&s, T0));
+    for (int i = 0; i < 4; i++)
+        free(scopes[i]);
+    idem_fini(&s);
+}
+END_TEST
+
 START_TEST(test_idem_scope_is_parts_joined_by_nul)
 {
     size_t len = 0;
@@ -460,6 +625,10 @@ Suite *make_suite(void)
     tcase_add_test(ttl, test_idem_done_record_expires_at_ttl);
     tcase_add_test(ttl, test_idem_processing_record_never_expires);
     tcase_add_test(ttl, test_idem_claim_replaces_expired_record_not_looked_up);
+    tcase_add_test(ttl, test_idem_sweep_frees_expired_done_records_oldest_first_and_stops_at_a_live_one);
+    tcase_add_test(ttl, test_idem_sweep_looks_at_no_more_than_its_budget);
+    tcase_add_test(ttl, test_idem_sweep_passes_over_a_processing_record_and_frees_it_once_done);
+    tcase_add_test(ttl, test_idem_sweep_after_lookups_replacements_and_reset_keeps_the_list_whole);
     suite_add_tcase(s, ttl);
 
     TCase *scope = tcase_create("scope");
@@ -470,6 +639,7 @@ Suite *make_suite(void)
 
     TCase *store = tcase_create("store");
     tcase_add_test(store, test_idem_reset_empties_store);
+    tcase_add_test(store, test_idem_claim_beyond_max_records_is_refused_until_an_expired_one_is_freed);
     tcase_add_test(store, test_idem_ten_thousand_records_inserted_and_found);
     suite_add_tcase(s, store);
     return s;

@@ -1,7 +1,8 @@
 /* check_journal.c -- unit tests for journal.c, the request journal ring: ids start at 1 and
  * increase in arrival order, a wrapped ring keeps the newest `cap` entries, journal_update
  * completes a pending entry (and leaves alone an id that is no longer in the ring), a reset
- * forgets every entry while ids carry on, journal_copy's limit keeps the newest, journal_render's
+ * forgets every entry while ids carry on, journal_copy's limit keeps the newest, the `limit`
+ * filter is bounded by the journal's size (--journal-size), journal_render's
  * {"requests":[...]} shape with non-UTF-8 bytes as \xNN, and journal_log_line's text and JSON
  * forms with their 8 KiB cap. No sockets, no clocks: every time is a value the test sets. */
 #include <check.h>
@@ -119,6 +120,45 @@ START_TEST(test_journal_keeps_newest_entries_when_ring_wraps)
     }
     journal_free_copy(v, n);
     journal_fini(&j);
+}
+END_TEST
+
+START_TEST(test_journal_of_one_entry_keeps_only_the_newest)
+{
+    struct journal j;
+    ck_assert_int_eq(journal_init(&j, 1), 0);
+    for (int i = 1; i <= 3; i++) {
+        char oid[16];
+        snprintf(oid, sizeof oid, "ord_%d", i);
+        struct journal_entry e = pending_confirm(oid);
+        journal_begin(&j, &e);
+    }
+    size_t n;
+    struct journal_entry *v = copy_all(&j, &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(v[0].id, 3);
+    ck_assert_str_eq(v[0].order_id, "ord_3");
+    journal_free_copy(v, n);
+    journal_fini(&j);
+}
+END_TEST
+
+START_TEST(test_journal_filter_limit_is_bounded_by_the_journal_size)
+{
+    struct journal_filter f = {.route = -1, .status = -1, .outcome = -1, .max_limit = 4};
+    char err[160] = "";
+    ck_assert_int_eq(journal_filter_set(&f, "limit", "4", err, sizeof err), 0);
+    ck_assert_uint_eq(f.limit, 4);
+    ck_assert_int_eq(journal_filter_set(&f, "limit", "5", err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "limit: 1 .. 4") && strstr(err, "--journal-size"), "%s", err);
+    ck_assert_int_eq(journal_filter_set(&f, "limit", "0", err, sizeof err), -1);
+    /* Without a size: the default journal's. */
+    f.max_limit = 0;
+    ck_assert_int_eq(journal_filter_set(&f, "limit", "10000", err, sizeof err), 0);
+    ck_assert_int_eq(journal_filter_set(&f, "limit", "10001", err, sizeof err), -1);
+    f.max_limit = JOURNAL_SIZE_MAX;
+    ck_assert_int_eq(journal_filter_set(&f, "limit", "1000000", err, sizeof err), 0);
+    ck_assert_uint_eq(f.limit, 1000000);
 }
 END_TEST
 
@@ -556,6 +596,8 @@ Suite *make_suite(void)
     TCase *ring = tcase_create("ring");
     tcase_add_test(ring, test_journal_ids_start_at_one_and_increase_in_arrival_order);
     tcase_add_test(ring, test_journal_keeps_newest_entries_when_ring_wraps);
+    tcase_add_test(ring, test_journal_of_one_entry_keeps_only_the_newest);
+    tcase_add_test(ring, test_journal_filter_limit_is_bounded_by_the_journal_size);
     tcase_add_test(ring, test_journal_copy_with_limit_returns_the_newest_oldest_first);
     tcase_add_test(ring, test_journal_copy_is_independent_of_the_ring);
     tcase_add_test(ring, test_journal_update_completes_a_pending_entry);

@@ -1,7 +1,8 @@
 /* check_jsonpos.c -- unit tests for jsonpos.c: paths into nested objects and arrays, a member's
  * value after UTF-8 text (its column in characters, the same as jansson's for a syntax error
  * there), escaped keys, the key before a too-big integer, CRLF line ends, offsets at and past the
- * end of the text, and the message helpers (path strings, edit distance, did-you-mean). */
+ * end of the text, the nesting-depth scan (strings and escapes respected), and the message helpers
+ * (path strings, edit distance, did-you-mean). */
 #include <check.h>
 #include <jansson.h>
 #include <stdint.h>
@@ -313,6 +314,65 @@ START_TEST(test_jsonpos_edit_distance_and_suggest)
 }
 END_TEST
 
+/* `n` '[' then `n` ']' (caller frees). */
+static char *nested_arrays(size_t n)
+{
+    char *t = malloc(2 * n + 1);
+    ck_assert_ptr_nonnull(t);
+    memset(t, '[', n);
+    memset(t + n, ']', n);
+    t[2 * n] = '\0';
+    return t;
+}
+
+START_TEST(test_jsonpos_too_deep_counts_containers_and_points_at_the_first_too_deep)
+{
+    size_t off = 99;
+    ck_assert(!jsonpos_too_deep("{}", 2, 1, &off));
+    ck_assert(jsonpos_too_deep("{}", 2, 0, &off));
+    ck_assert_uint_eq(off, 0);
+    ck_assert(!jsonpos_too_deep("1", 1, 0, &off)); /* a scalar has no level */
+    const char *t = "{\"a\": [1, {\"b\": [[2]]}], \"c\": {}}";
+    ck_assert(!jsonpos_too_deep(t, strlen(t), 5, &off));
+    ck_assert(jsonpos_too_deep(t, strlen(t), 4, &off));
+    ck_assert_uint_eq(off, (size_t)(strstr(t, "[2]") - t)); /* the fifth level opens there */
+    /* Siblings do not add up: closing brackets take levels back. */
+    const char *wide = "[[1],[2],[3],{\"x\":[4]}]";
+    ck_assert(!jsonpos_too_deep(wide, strlen(wide), 3, &off));
+    ck_assert(jsonpos_too_deep(wide, strlen(wide), 2, &off));
+    ck_assert_uint_eq(off, (size_t)(strstr(wide, "[4]") - wide));
+    char *deep = nested_arrays(5000);
+    ck_assert(!jsonpos_too_deep(deep, 10000, 5000, &off));
+    ck_assert(jsonpos_too_deep(deep, 10000, 32, &off));
+    ck_assert_uint_eq(off, 32);
+    free(deep);
+}
+END_TEST
+
+START_TEST(test_jsonpos_too_deep_ignores_brackets_in_strings_and_escapes)
+{
+    size_t off = 0;
+    const char *in_str = "{\"k\": \"[[[[{{{{\", \"j\": \"]]]]\"}";
+    ck_assert(!jsonpos_too_deep(in_str, strlen(in_str), 1, &off));
+    /* An escaped quote does not end the string: the brackets after it are still in it. */
+    const char *esc = "{\"k\": \"a\\\"[[[[\\\\\", \"n\": [1]}";
+    ck_assert(!jsonpos_too_deep(esc, strlen(esc), 2, &off));
+    ck_assert(jsonpos_too_deep(esc, strlen(esc), 1, &off));
+    ck_assert_uint_eq(off, (size_t)(strstr(esc, "[1]") - esc));
+    /* A key may hold brackets too. */
+    const char *key = "{\"[[[\": {\"{{{\": 1}}";
+    ck_assert(!jsonpos_too_deep(key, strlen(key), 2, &off));
+    ck_assert(jsonpos_too_deep(key, strlen(key), 1, &off));
+    /* Text a parser rejects: an unterminated string, a stray closer, a lone backslash at the
+     * end -- an answer, nothing read past len. */
+    ck_assert(!jsonpos_too_deep("[\"[[[[", 6, 1, &off));
+    ck_assert(!jsonpos_too_deep("]]]][", 5, 1, &off));
+    ck_assert(!jsonpos_too_deep("[\"\\", 3, 1, &off));
+    ck_assert(jsonpos_too_deep("[[x", 2, 1, &off)); /* len cuts the text: only "[[" is read */
+    ck_assert_uint_eq(off, 1);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *s = suite_create("jsonpos");
@@ -330,6 +390,8 @@ Suite *make_suite(void)
     tcase_add_test(lines, test_jsonpos_crlf_line_ends);
     tcase_add_test(lines, test_jsonpos_offsets_at_and_past_the_end);
     tcase_add_test(lines, test_jsonpos_error_offset_is_the_quoted_tokens_start);
+    tcase_add_test(lines, test_jsonpos_too_deep_counts_containers_and_points_at_the_first_too_deep);
+    tcase_add_test(lines, test_jsonpos_too_deep_ignores_brackets_in_strings_and_escapes);
     suite_add_tcase(s, lines);
 
     TCase *msgs = tcase_create("messages");

@@ -1,6 +1,7 @@
 /* check_ledger.c -- unit tests for ledger.c: payment creation and indexes, approval and its
  * transaction row, Idempotency-Key notes, derived transaction keys and finding a row by its
- * key, virtual accounts (deposits, deposit errors, expiry, the due-date index), and reset.
+ * key, virtual accounts (deposits, deposit errors, expiry, the due-date index), the bound on
+ * payments (--max-payments), and reset.
  * Pure: every time is a parameter. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
@@ -117,6 +118,38 @@ START_TEST(test_ledger_same_order_id_is_refused_and_first_keeps_it)
     struct payment *b = ledger_create(&l, "pk_b", "order-other", 2000, 2, &why);
     ck_assert_ptr_nonnull(b);
     ck_assert_uint_eq(b->id, a->id + 1);
+    ledger_fini(&l);
+}
+END_TEST
+
+START_TEST(test_ledger_create_beyond_max_payments_is_refused_with_full_and_unchanged)
+{
+    struct ledger l;
+    ledger_init(&l, SALT);
+    l.max_payments = 2;
+    enum ledger_create_result why = LEDGER_CREATED;
+    ck_assert_ptr_nonnull(ledger_create(&l, "pk_m1", "order-m1", 100, 1, &why));
+    ck_assert_ptr_nonnull(ledger_create(&l, "pk_m2", "order-m2", 100, 2, &why));
+    uint64_t next = l.next_id;
+    ck_assert_ptr_null(ledger_create(&l, "pk_m3", "order-m3", 100, 3, &why));
+    ck_assert_int_eq(why, LEDGER_FULL);
+    ck_assert_uint_eq(l.n_all, 2);
+    ck_assert_uint_eq(l.next_id, next); /* no id used up */
+    ck_assert_ptr_null(ledger_get(&l, "pk_m3"));
+    ck_assert_ptr_null(ledger_get_by_order(&l, "order-m3"));
+    /* A virtual account is a payment too; the va stays the caller's when refused. */
+    struct payment_va *va = calloc(1, sizeof *va);
+    ck_assert_ptr_nonnull(va);
+    ck_assert_ptr_null(ledger_create_va(&l, "pk_m4", "order-m4", 100, "n", va, 4, &why));
+    ck_assert_int_eq(why, LEDGER_FULL);
+    ledger_va_free(va);
+    /* A reset empties the ledger and keeps the bound. */
+    ledger_reset(&l);
+    ck_assert_uint_eq(l.max_payments, 2);
+    ck_assert_ptr_nonnull(ledger_create(&l, "pk_m3", "order-m3", 100, 5, &why));
+    ck_assert_ptr_nonnull(ledger_create(&l, "pk_m4", "order-m4", 100, 6, &why));
+    ck_assert_ptr_null(ledger_create(&l, "pk_m5", "order-m5", 100, 7, &why));
+    ck_assert_int_eq(why, LEDGER_FULL);
     ledger_fini(&l);
 }
 END_TEST
@@ -556,6 +589,7 @@ Suite *make_suite(void)
     tcase_add_test(create, test_ledger_create_duplicate_payment_key_is_null);
     tcase_add_test(create, test_ledger_same_order_id_is_refused_and_first_keeps_it);
     tcase_add_test(create, test_ledger_get_unknown_is_null);
+    tcase_add_test(create, test_ledger_create_beyond_max_payments_is_refused_with_full_and_unchanged);
     suite_add_tcase(s, create);
 
     TCase *approve = tcase_create("approve");

@@ -1554,6 +1554,43 @@ START_TEST(test_profile_schedule_phases_may_have_webhooks)
 }
 END_TEST
 
+/* {"name": "x",\n "d": <levels arrays>} (caller frees). */
+static char *deep_profile(size_t levels)
+{
+    size_t head = strlen("{\"name\": \"x\",\n \"d\": ");
+    char *t = malloc(head + 2 * levels + 2);
+    ck_assert_ptr_nonnull(t);
+    memcpy(t, "{\"name\": \"x\",\n \"d\": ", head);
+    memset(t + head, '[', levels);
+    memset(t + head + levels, ']', levels);
+    strcpy(t + head + 2 * levels, "}");
+    return t;
+}
+
+START_TEST(test_profile_nested_deeper_than_32_levels_is_refused_at_the_first_bracket_too_deep)
+{
+    /* The object is level 1, "d"'s first '[' (column 7) level 2: level 33 opens at column 38. */
+    char *t = deep_profile(40);
+    parse_fails_with(t, "t.json:2:38: nested deeper than 32 levels (the most a profile may nest)");
+    free(t);
+    t = deep_profile(31); /* 32 levels: within the limit, refused for its unknown key instead */
+    struct profile *p = NULL;
+    char err[ERR_LEN] = "";
+    ck_assert_int_eq(profile_parse(t, strlen(t), "t.json", NULL, NULL, &p, err), -1);
+    ck_assert_msg(strstr(err, "nested deeper") == NULL && strstr(err, "\"d\""), "%s", err);
+    free(t);
+    /* Brackets inside strings are no levels. */
+    profile_free(parse_ok("{\"name\": \"x\", \"routes\": {}, "
+                          "\"description\": \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"}"));
+    /* The X-Fakegate-Fault fault sits 4 levels down in a profile: it may nest 28. */
+    char fault[128];
+    snprintf(fault, sizeof fault, "{\"kind\": \"error\", \"x\": %s%s}",
+             "[[[[[[[[[[[[[[[[[[[[[[[[[[[[", "]]]]]]]]]]]]]]]]]]]]]]]]]]]]");
+    ck_assert_int_eq(profile_parse_fault(fault, strlen(fault), &p, err), -1);
+    ck_assert_str_eq(err, "nested deeper than 28 levels (the most a fault may nest)");
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *s = suite_create("profile");
@@ -1571,6 +1608,7 @@ Suite *make_suite(void)
     suite_add_tcase(s, ok);
 
     TCase *bad = tcase_create("rejections");
+    tcase_add_test(bad, test_profile_nested_deeper_than_32_levels_is_refused_at_the_first_bracket_too_deep);
     tcase_add_test(bad, test_profile_escaped_keys_are_matched_and_located);
     tcase_add_test(bad, test_profile_typo_key_reports_line_and_column);
     tcase_add_test(bad, test_profile_parse_fault_is_one_default_fault_with_positionless_messages);

@@ -69,7 +69,7 @@ static void check_filters(const struct request *r)
     struct journal_filter f;
     char *values[ADMIN_MAX_FILTERS];
     char err[ERR_LEN];
-    size_t n = admin_requests_filter(r, &f, values, err);
+    size_t n = admin_requests_filter(r, JOURNAL_SIZE_DEFAULT, &f, values, err);
     FUZZ_CHECK(n <= ADMIN_MAX_FILTERS, "at most ADMIN_MAX_FILTERS values");
     if (!err[0]) {
         FUZZ_CHECK(f.route >= -1 && f.route < ROUTE_LABELS, "route: a known route or any");
