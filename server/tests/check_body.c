@@ -28,7 +28,7 @@ static bool issue_with_due_date(const char *due, int64_t *due_at_us, char code[6
     ck_assert_ptr_nonnull(r);
     r->lang_en = true;
     buf_add(&r->body, text, strlen(text));
-    struct body *b = body_parse(r);
+    struct body *b = body_parse(r, 0);
     ck_assert_ptr_nonnull(b);
     bool ok = body_virtual_account(r, b, NOW_US);
     if (ok) {

@@ -115,7 +115,7 @@ static void check_refusal(const struct request *r)
 static void run(const uint8_t *data, size_t size, int which)
 {
     struct request *r = new_request(data, size);
-    struct body *b = body_parse(r);
+    struct body *b = body_parse(r, 0);
     if (!b) {
         check_refusal(r);
         if (!r->resp.internal && strstr(r->resp.body, "Invalid JSON"))
