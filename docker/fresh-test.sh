@@ -66,6 +66,17 @@ mkdir -p "$ROOT"
 tar --numeric-owner -C "$ROOT" -xf "$STATE/base.tar"
 rm -f "$ROOT/etc/resolv.conf"
 cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf" # the host's resolver, as a container runtime does
+# The certificate authorities this host's administrator added (an egress proxy's, say), as a
+# machine on this network would have them too: for the system store, should ca-certificates be
+# installed inside, and for Node's own store (`npm ci` of the live page's test), which does not
+# read the system's.
+extra_ca=""
+if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+  mkdir -p "$ROOT/usr/local/share/ca-certificates"
+  cp -L /usr/local/share/ca-certificates/*.crt "$ROOT/usr/local/share/ca-certificates/"
+  cat /usr/local/share/ca-certificates/*.crt >"$ROOT/etc/fresh-extra-ca.pem"
+  extra_ca=/etc/fresh-extra-ca.pem
+fi
 chroot "$ROOT" sh -c '! command -v cc && ! command -v pkg-config' >/dev/null ||
   die "the base root file system already has a compiler or pkg-config: not a fresh machine"
 
@@ -144,13 +155,14 @@ chmod +x "$ROOT/fresh-steps.sh"
 t0=$(now)
 set +e
 unshare --mount --pid --fork --propagation private \
-  env -i ROOT="$ROOT" PATH=/usr/sbin:/usr/bin:/sbin:/bin bash -c '
+  env -i ROOT="$ROOT" EXTRA_CA="$extra_ca" PATH=/usr/sbin:/usr/bin:/sbin:/bin bash -c '
   set -e
   mount -t proc proc "$ROOT/proc"
   mount -t sysfs sysfs "$ROOT/sys"
   mount --rbind /dev "$ROOT/dev"
   mount -t tmpfs -o mode=1777 tmpfs "$ROOT/tmp"
   exec chroot "$ROOT" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
+    ${EXTRA_CA:+NODE_EXTRA_CA_CERTS=$EXTRA_CA} \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /fresh-steps.sh'
 rc=$?
 set -e

@@ -479,7 +479,7 @@ START_TEST(test_host_beyond_loopback_warns_about_the_admin_api)
     ck_assert_msg(strstr(err, "/__admin/ needs the --admin-token") != NULL, "%s", err);
     free(err);
     stop_server(s);
-    const char *loop_args[] = {"--host", "localhost", NULL};
+    const char *loop_args[] = {"--host", "127.0.0.1", NULL}; /* a bare root may not know "localhost" */
     s = start_args(NULL, loop_args);
     err = fg_server_stderr(s);
     ck_assert_msg(strstr(err, "warning") == NULL, "%s", err);
