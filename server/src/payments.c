@@ -1,5 +1,5 @@
 /* payments.c -- the Toss API's payment rules (see payments.h): confirm, cancel, reads and
- * transactions, and registered sessions. The order of decisions for a confirm is
+ * transactions (registered sessions are in sessions.c). The order of decisions for a confirm is
  * docs/profiles.md §4's: body received → validation → queue_latency → the fault decision →
  * idempotency (409 / replay / claim) and the ledger's business checks → latency → commit.
  * Every store access is one gateway_txn section, so a request a reset has overtaken touches
@@ -186,6 +186,23 @@ static int bounds_locked(struct gateway *g, struct store *s, struct request *r, 
     return 0;
 }
 
+/* r's idempotency scope (idem_scope of its secret key, Idempotency-Key, method and path) into
+ * *scope (caller frees; NULL when r has no Idempotency-Key) and *len. False, with r answered
+ * 500, when memory ran out. */
+static bool scope_of(struct request *r, char **scope, size_t *len)
+{
+    *scope = NULL;
+    *len = 0;
+    if (!r->adm.idem_key)
+        return true;
+    *scope = idem_scope(r->adm.secret_key, r->adm.idem_key, r->method_str, r->path, len);
+    if (!*scope) {
+        request_internal(r, "FAILED_INTERNAL_SYSTEM_PROCESSING");
+        return false;
+    }
+    return true;
+}
+
 /* At arrival, before the plan: would r need a payment (`creates`: a new paymentKey) or an
  * idempotency record (a new Idempotency-Key) that its tenant's store has no room for? Then r is
  * answered 503 (pay_refuse_bound) and true is returned: nothing is stored, no attempt counted.
@@ -194,16 +211,10 @@ static int bounds_locked(struct gateway *g, struct store *s, struct request *r, 
 bool pay_over_bounds(struct gateway *g, struct request *r, bool creates)
 {
     struct bound_args a = {NULL, 0, creates};
-    char *scope = NULL;
-    if (r->adm.idem_key) {
-        scope = idem_scope(r->adm.secret_key, r->adm.idem_key, r->method_str, r->path,
-                           &a.scope_len);
-        if (!scope) {
-            request_internal(r, "FAILED_INTERNAL_SYSTEM_PROCESSING");
-            return true;
-        }
-        a.scope = scope;
-    }
+    char *scope;
+    if (!scope_of(r, &scope, &a.scope_len))
+        return true;
+    a.scope = scope;
     int rc = a.scope || creates ? gateway_txn(g, r, bounds_locked, &a) : 0;
     free(scope);
     return rc == 1; /* a reset overtook r (GATEWAY_STRADDLED): it is answered further on */
@@ -643,16 +654,10 @@ static enum handler_result leave_queue(struct gateway *g, struct request *r, boo
     if (is_read(r))
         return process(g, r);
     struct claim_args a = {NULL, 0};
-    char *scope = NULL;
-    if (r->adm.idem_key) {
-        scope = idem_scope(r->adm.secret_key, r->adm.idem_key, r->method_str, r->path,
-                           &a.scope_len);
-        if (!scope) {
-            request_internal(r, "FAILED_INTERNAL_SYSTEM_PROCESSING");
-            return H_RESPOND;
-        }
-        a.scope = scope;
-    }
+    char *scope;
+    if (!scope_of(r, &scope, &a.scope_len))
+        return H_RESPOND;
+    a.scope = scope;
     int rc = gateway_txn(g, r, claim_locked, &a);
     free(scope);
     if (rc == GATEWAY_STRADDLED)
@@ -831,80 +836,4 @@ enum handler_result payments_on_deadline(struct gateway *g, struct request *r, b
     if (r->phase == PH_QUEUED)
         return leave_queue(g, r, draining);
     return finish(g, r);
-}
-
-/* --- registered sessions (POST /__admin/sessions) ---------------------------------------- */
-
-/* A paymentKey in Toss's current style: tgen_ + yyyyMMddHHmmss (Korea time) + 5 characters. */
-void pay_session_key(struct gateway *g, uint64_t n, char out[32])
-{
-    static const char alnum[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
-    char t[32];
-    fmt_kst(gateway_now_us(g), t); /* 2024-02-13T12:17:57+09:00 */
-    uint64_t st = g->instance_id ^ mix64(n);
-    snprintf(out, 32, "tgen_%.4s%.2s%.2s%.2s%.2s%.2s", t, t + 5, t + 8, t + 11, t + 14, t + 17);
-    for (int i = 0; i < 5; i++)
-        out[19 + i] = alnum[splitmix64(&st) % 62];
-    out[24] = '\0';
-}
-
-struct session_args {
-    const char *order_id, *payment_key, *order_name;
-    int64_t amount;
-    enum ledger_create_result why;
-    char *body;
-    size_t len;
-};
-
-static int session_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
-{
-    (void)r;
-    struct session_args *a = arg;
-    char key[32];
-    if (!a->payment_key) {
-        pay_session_key(g, store_ledger(s)->next_id, key);
-        a->payment_key = key;
-    }
-    struct payment *p = store_create(s, a->payment_key, a->order_id, a->amount, gateway_now_us(g),
-                                     NULL, &a->why);
-    a->payment_key = NULL; /* `key` ends here */
-    if (!p)
-        return -1;
-    p->registered = true;
-    if (a->order_name)
-        p->order_name = strdup(a->order_name);
-    a->body = pay_render_view(g, s, p, 0, PAY_IN_PROGRESS, &a->len);
-    return 0;
-}
-
-enum handler_result payments_register_session(struct gateway *g, struct request *r)
-{
-    struct body *b = body_parse(r, g->cfg->max_json_depth);
-    if (!b)
-        return H_RESPOND;
-    struct session_args a = {.why = LEDGER_CREATED};
-    if (!body_session(r, b, &a.order_id, &a.amount, &a.payment_key, &a.order_name)) {
-        body_free(b);
-        return H_RESPOND;
-    }
-    /* Its tenant: the one X-Fakegate-Tenant names, else the default one (docs/tenants.md §9). */
-    struct tenant *t;
-    if (!admin_tenant(g, r, true, &t)) {
-        body_free(b);
-        return H_RESPOND;
-    }
-    int rc = gateway_tenant_txn(g, t ? t : gateway_tenant_next(g, NULL), session_locked, &a);
-    body_free(b);
-    if (rc != 0 && a.why == LEDGER_KEY_EXISTS)
-        body_invalid(r, "INVALID_REQUEST", "paymentKey: 이미 존재하는 결제입니다.",
-                     "paymentKey: the payment already exists");
-    else if (rc != 0 && a.why == LEDGER_ORDER_TAKEN)
-        request_error(r, "DUPLICATED_ORDER_ID", NULL);
-    else if (rc != 0 && a.why == LEDGER_FULL)
-        pay_refuse_bound(r, &(t ? t : gateway_tenant_next(g, NULL))->store, BOUND_PAYMENTS);
-    else if (rc != 0 || !a.body)
-        request_internal(r, "FAILED_INTERNAL_SYSTEM_PROCESSING");
-    else
-        request_respond(r, 200, a.body, a.len);
-    return H_RESPOND;
 }

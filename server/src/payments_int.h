@@ -1,4 +1,5 @@
-/* payments_int.h -- internal to payments.c and virtual_accounts.c; nothing else includes it.
+/* payments_int.h -- internal to payments.c, virtual_accounts.c and sessions.c; nothing else
+ * includes it.
  * The steps of payments.c's request path that the virtual-account handlers share (answers,
  * idempotency records, the plan and the queue), and the virtual-account commit that
  * payments.c's finish() dispatches to. Each one's comment is at its definition. */
@@ -27,11 +28,13 @@ enum handler_result pay_enqueue(struct gateway *g, struct request *r);
 bool pay_plan_current(struct gateway *g, struct request *r, const char *identity);
 bool pay_test_code(struct request *r);
 enum handler_result pay_unplanned(struct gateway *g, struct request *r, struct body *b);
-void pay_session_key(struct gateway *g, uint64_t n, char out[32]);
 /* The store's bounds a request can run into (pay_refuse_bound). */
 enum pay_bound { BOUND_IDEM_RECORDS, BOUND_PAYMENTS };
 void pay_refuse_bound(struct request *r, const struct store *s, enum pay_bound b);
 bool pay_over_bounds(struct gateway *g, struct request *r, bool creates);
+
+/* sessions.c */
+void pay_session_key(struct gateway *g, uint64_t n, char out[32]);
 
 /* virtual_accounts.c */
 enum handler_result pay_va_commit(struct gateway *g, struct request *r);
