@@ -158,7 +158,9 @@ bool ledger_expire_va(struct payment *p, int64_t now_us);
  * taken off the due-date index, or NULL when there is none: O(log n) per entry, so a sweep
  * costs nothing for accounts not yet due, however many payments the ledger holds. An account
  * is on the index from its creation and again from each deposit error; entries of accounts
- * that have moved on (deposited, canceled, expired) are dropped as they come up. */
+ * that have moved on (deposited, canceled, expired) are dropped as they come up. now_us is
+ * business time (µs since the Unix epoch). The payment is borrowed from the ledger; the caller
+ * expires it (ledger_expire_va). Pure; the caller holds the store lock. */
 struct payment *ledger_next_due(struct ledger *l, int64_t now_us);
 
 /* Free a payment_va and its strings (NULL allowed). */

@@ -107,7 +107,7 @@ int store_deposit(struct store *s, struct payment *p, bool error, int64_t now_us
 bool store_expire_va(struct store *s, struct payment *p, int64_t now_us);
 
 /* ledger_next_due on the store's ledger: the next virtual account due for expiry at now_us
- * (still WAITING_FOR_DEPOSIT), or NULL. */
+ * (business time, µs; still WAITING_FOR_DEPOSIT; borrowed), or NULL. Store lock held. */
 struct payment *store_next_due(struct store *s, int64_t now_us);
 /* Remember `idem_key` on p's confirms (for GET /__admin/payments). 0, or -1 on out of memory. */
 int store_note_idem_key(struct store *s, struct payment *p, const char *idem_key);
