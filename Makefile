@@ -14,6 +14,8 @@
 #   make bench            fakegate against nginx and a bare libmicrohttpd server; BENCHMARKS.md
 #   make stress [STRESS_REQUESTS=N]   10^6 confirms, resends, cancels and reads from 32 threads
 #                         under a lossy profile with resets, the ledger checked (not in make test)
+#   make crash-test       SIGKILL fakegate 20 times mid-load, restart it on its --state-file,
+#                         compare the ledger with every answer (not in make test; a small form is)
 #   make fuzz [SECONDS=60]  each libFuzzer harness (server/tests/fuzz) for SECONDS seconds, with
 #                         clang under ASan + UBSan (build/fuzz); fails on any finding
 #   make install          install the binary and the shipped profiles (PREFIX=/usr/local,
@@ -202,6 +204,25 @@ $(STRESS_BIN): $(STRESS_OBJ) $(CT_LIB_OBJ)
 stress: deps $(BUILD)/fakegate $(STRESS_BIN)
 	FAKEGATE_BIN=$(abspath $(BUILD)/fakegate) $(if $(STRESS_REQUESTS),STRESS_REQUESTS=$(STRESS_REQUESTS)) \
 	  $(STRESS_BIN)
+
+# ---- make crash-test: SIGKILL fakegate mid-load, restart it on the same --state-file -----------
+# 32 client threads take 5000 paymentKeys through a confirm and two cancels each, resending
+# every request under its Idempotency-Key until it is answered, while fakegate is killed with
+# SIGKILL 20 times (150-400 ms apart, seeded) and started again on the same state file; then
+# the ledger is compared with every answer (client-tests/crash.c's header): every 200 replayed
+# byte for byte, each payment charged once, each acknowledged cancel in the ledger once with its
+# transactionKey. Prints the counts and fails on any violation. A small form runs in make test
+# (check_state_file). CRASH_ARGS='--fsync-always' passes flags.
+CRASH_BIN := $(BUILD)/client-tests/crash
+CRASH_OBJ := $(BUILD)/obj/client-tests/crash/main.o
+
+$(CRASH_BIN): $(CRASH_OBJ) $(CT_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS_CURL) -lm
+
+.PHONY: crash-test
+crash-test: deps $(BUILD)/fakegate $(CRASH_BIN)
+	FAKEGATE_BIN=$(abspath $(BUILD)/fakegate) $(CRASH_BIN) $(CRASH_ARGS)
 
 # ---- built-in profiles, make install / make uninstall ------------------------------------------
 # profiles/*.json are compiled into the binary (server/src/profile_builtin.c includes the rows

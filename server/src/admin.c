@@ -15,6 +15,7 @@
 #include "common.h"
 #include "jsonpos.h"
 #include "render.h"
+#include "statefile.h"
 #include "admit.h"
 #include "report.h"
 #include "webhook.h"
@@ -42,6 +43,18 @@ enum handler_result admin_health(struct gateway *gw, struct request *r)
                  "\"seed\":%llu}",
              (long)getpid(), (unsigned long long)gw->instance_id, started,
              (unsigned long long)s.seed);
+    if (gw->state) {
+        /* What came back at start (docs/state-file.md §10.3): a harness can tell a restart
+         * replayed, and how many unanswered requests it released. */
+        const struct statefile_stats *st = &gw->state->start;
+        b.len--; /* reopen the object */
+        buf_adds(&b, ",\"state_file\":{\"path\":");
+        buf_add_json_strz(&b, gw->state->path);
+        buf_addf(&b, ",\"replayed_lines\":%llu,\"payments\":%zu,\"idempotency_records\":%zu,"
+                     "\"released\":%zu,\"torn_bytes\":%zu}}",
+                 (unsigned long long)st->lines, st->payments, st->idem_records, st->released,
+                 st->torn_bytes);
+    }
     size_t len;
     char *body = buf_steal(&b, &len);
     if (!body) {

@@ -13,6 +13,7 @@
 #include "common.h"
 #include "request.h"
 #include "rng.h"
+#include "statefile.h"
 #include "webhook.h"
 
 /* The stores' event sink: every subscriber, in subscription order. */
@@ -49,6 +50,13 @@ int gateway_init(struct gateway *g, const struct config *cfg, profile_resolver r
     return gateway_apply(g, profile);
 }
 
+void gateway_attach_state(struct gateway *g, struct statefile *sf)
+{
+    g->state = sf;
+    for (struct tenant *t = gateway_tenant_next(g, NULL); t; t = gateway_tenant_next(g, t))
+        t->store.log = sf;
+}
+
 int gateway_subscribe(struct gateway *g, store_event_fn fn, void *ctx)
 {
     if (g->n_subscribers == GATEWAY_MAX_SUBSCRIBERS)
@@ -70,6 +78,7 @@ int gateway_txn(struct gateway *g, struct request *r, gateway_txn_fn fn, void *a
     assert(t); /* admitted: authenticated, with its tenant */
     pthread_mutex_lock(&g->lock);
     int rc = r->adm.generation != t->generation ? GATEWAY_STRADDLED : fn(g, &t->store, r, arg);
+    statefile_commit(g->state); /* the section's changes reach the file before its answer */
     pthread_mutex_unlock(&g->lock);
     return rc;
 }
@@ -78,6 +87,7 @@ int gateway_tenant_txn(struct gateway *g, struct tenant *t, gateway_txn_fn fn, v
 {
     pthread_mutex_lock(&g->lock);
     int rc = fn(g, &t->store, NULL, arg);
+    statefile_commit(g->state);
     pthread_mutex_unlock(&g->lock);
     return rc;
 }
@@ -97,7 +107,7 @@ int64_t gateway_now_us(const struct gateway *g)
 void gateway_clock_advance(struct gateway *g, int64_t us)
 {
     assert(us >= 0);
-    atomic_fetch_add(&g->clock_offset_us, us);
+    statefile_clock(g->state, &g->clock_offset_us, us);
     gateway_sweep_expired(g);
     if (g->webhooks)
         webhooks_wake(g->webhooks);
@@ -238,7 +248,8 @@ void gateway_with_applied(struct gateway *g, void (*fn)(const struct applied *a,
 static int reset_store(struct gateway *g, struct store *s, struct request *r, void *arg)
 {
     (void)arg;
-    atomic_store(&g->clock_offset_us, 0);
+    if (atomic_exchange(&g->clock_offset_us, 0) != 0)
+        statefile_clock_locked(g->state, 0);
     __atomic_store_n(&g->generation, g->generation + 1, __ATOMIC_RELEASE);
     return gateway_tenant_reset_locked(g, s, r, NULL);
 }

@@ -23,6 +23,7 @@
 #include "timeline.h"
 
 struct request;
+struct statefile;
 
 /* A profile as applied: its parsed form and its live state. */
 struct applied {
@@ -109,6 +110,8 @@ struct gateway {
                                         (docs/webhooks.md §6.7); reset sets it to 0 */
     struct webhooks *webhooks;     /* the webhook dispatcher (webhook.h), or NULL; set by main
                                       before the daemon starts */
+    struct statefile *state;       /* --state-file (statefile.h), or NULL; set by main before
+                                      the daemon starts (gateway_attach_state) */
 };
 
 /* Initialise with the settings (borrowed), the profile resolver (for names; may be NULL: then
@@ -119,6 +122,11 @@ int gateway_init(struct gateway *g, const struct config *cfg, profile_resolver r
                  void *resolve_ctx, struct profile *profile, uint64_t seed,
                  uint64_t instance_id);
 void gateway_fini(struct gateway *g);
+
+/* Append every change of every tenant's store to `sf` (--state-file; borrowed, outlives the
+ * gateway's use of it) from now on, tenants created later included. Call it before
+ * statefile_replay, which replays through the stores. Thread: main, before the daemon starts. */
+void gateway_attach_state(struct gateway *g, struct statefile *sf);
 
 /* Call fn(ctx, ev) for every payment status change from now on (store.h: under the store
  * lock; it must not block). At most GATEWAY_MAX_SUBSCRIBERS. Returns 0, or -1 when full.

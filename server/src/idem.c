@@ -110,6 +110,11 @@ struct idem_record *idem_lookup(struct idem_store *s, const char *scope, size_t 
     return r;
 }
 
+struct idem_record *idem_get(struct idem_store *s, const char *scope, size_t len)
+{
+    return strmap_get(&s->map, scope, len);
+}
+
 struct idem_record *idem_claim(struct idem_store *s, const char *scope, size_t len,
                                const void *owner, uint64_t body_hash, int64_t now_ns)
 {

@@ -66,6 +66,9 @@ void idem_reset(struct idem_store *s);
 struct idem_record *idem_lookup(struct idem_store *s, const char *scope, size_t len,
                                 int64_t now_ns);
 
+/* The record for `scope` whatever its state and expiry, or NULL: no record is deleted (the
+ * state file's replay finds the record a logged claim made). Borrowed. */
+struct idem_record *idem_get(struct idem_store *s, const char *scope, size_t len);
 /* Create a PROCESSING record owned by `owner`. Requires that no live record exists (call
  * idem_lookup first, under the same lock). Returns NULL on out of memory, or when the store
  * already holds max_records (call idem_room first to tell the two apart). */

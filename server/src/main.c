@@ -25,6 +25,7 @@
 #include "profile_find.h"
 #include "observe.h"
 #include "sched.h"
+#include "statefile.h"
 #include "subcmd.h"
 #include "webhook.h"
 
@@ -38,7 +39,7 @@ enum opt_id {
     O_THREADS, O_MAX_CONNECTIONS, O_MAX_BODY, O_MAX_JSON_DEPTH, O_IDEMPOTENCY_TTL, O_MAX_IDEMPOTENCY_RECORDS, O_MAX_PAYMENTS,
     O_SESSION_TTL, O_STRICT_SESSIONS, O_IDLE_TIMEOUT,
     O_CONSECUTIVE_CANCEL_MS, O_REPORT_MAX_IDENTITIES, O_WEBHOOK_URL, O_WEBHOOK_MAX_PENDING,
-    O_MAX_TENANTS, O_JOURNAL_SIZE,
+    O_MAX_TENANTS, O_JOURNAL_SIZE, O_STATE_FILE, O_STATE_FSYNC,
     O_ADMIN_TOKEN, O_LOG, O_QUIET,
     O_CHECK_PROFILE, O_VERSION, O_HELP, O_COUNT
 };
@@ -75,6 +76,8 @@ static const struct opt opts[O_COUNT] = {
     [O_WEBHOOK_MAX_PENDING] = {"webhook-max-pending", "N", true, "webhook deliveries pending at once (default 10000); beyond it the oldest is failed, fakegate_webhook_evicted_total counts it"},
     [O_MAX_TENANTS] = {"max-tenants", "N", true, "distinct secret keys (tenants) one server keeps state for (default 10000); a new key beyond it → 503 SERVICE_UNAVAILABLE"},
     [O_JOURNAL_SIZE] = {"journal-size", "N", true, "requests the journal (GET /__admin/requests) keeps, 1-1000000 (default 10000; about 0.4 KB an entry, taken at start)"},
+    [O_STATE_FILE] = {"state-file", "PATH", true, "keep the ledger and the Idempotency-Key records in this append-only file (created 0600 if missing), each change written before its answer leaves; at start the file is replayed and a request left PROCESSING by a crash is released (docs/state-file.md)"},
+    [O_STATE_FSYNC] = {"state-fsync", "POLICY", true, "never (default: write(2) before the answer; survives a crash or SIGKILL of fakegate, not of the machine) or always (fdatasync(2) too: survives power loss, a disk flush per change)"},
     [O_ADMIN_TOKEN] = {"admin-token", "TOKEN", true, "require 'Authorization: Bearer TOKEN' on /__admin routes (not /__admin/health and the live page's files; /healthz and /metrics stay open; compared in constant time)"},
     [O_LOG] = {"log", "FORMAT", true, "access log on stderr, one line per request: text (default) or json"},
     [O_QUIET] = {"quiet", NULL, true, "no access log and no start-up notes on stderr (errors still print)"},
@@ -167,6 +170,8 @@ static const char *accepted(int id)
     case O_SECRET_KEY: return "must hold at least one key (comma-separated)";
     case O_MID: return "must not be empty";
     case O_LOG: return "must be text or json";
+    case O_STATE_FILE: return "must not be empty";
+    case O_STATE_FSYNC: return "must be never or always";
     case O_THREADS: return "must be 1-64";
     case O_MAX_CONNECTIONS: return "must be 1-1048576 (connections)";
     case O_MAX_BODY: return "must be 1-1073741824 (bytes)";
@@ -291,6 +296,16 @@ static int apply(struct cli *c, int id, const char *val, const char *src)
         cfg->mid = val;
         return 0;
     case O_ADMIN_TOKEN: cfg->admin_token = val; return 0;
+    case O_STATE_FILE:
+        if (!*val)
+            goto bad;
+        cfg->state_file = val;
+        return 0;
+    case O_STATE_FSYNC:
+        if (strcmp(val, "never") != 0 && strcmp(val, "always") != 0)
+            goto bad;
+        cfg->state_fsync_always = strcmp(val, "always") == 0;
+        return 0;
     case O_LOG:
         if (strcmp(val, "text") != 0 && strcmp(val, "json") != 0)
             goto bad;
@@ -540,6 +555,40 @@ static void warn_exposed(const struct config *cfg)
                 cfg->host);
 }
 
+/* --state-file: open it, replay it into the gateway and say what came back (docs/state-file.md).
+ * 0, or -1 with the message printed (PATH:LINE: ... for a record that does not fit). */
+static int open_state(struct gateway *g, const struct config *cfg, struct statefile **out)
+{
+    char err[ERR_LEN];
+    int64_t t0 = now_mono_ns();
+    struct statefile *sf = statefile_open(cfg->state_file, cfg->state_fsync_always
+                                                               ? STATEFILE_SYNC_ALWAYS
+                                                               : STATEFILE_SYNC_NEVER, err);
+    struct statefile_stats st;
+    if (sf)
+        gateway_attach_state(g, sf);
+    if (!sf || statefile_replay(sf, g, &st, err) != 0) {
+        fprintf(stderr, "fakegate: %s\n", err);
+        gateway_attach_state(g, NULL);
+        statefile_free(sf);
+        return -1;
+    }
+    /* A crash mid-write is worth a line even with --quiet: the change it held is gone. */
+    if (st.torn_bytes)
+        fprintf(stderr, "fakegate: --state-file %s: dropped an incomplete last line (%zu bytes: "
+                        "a crash while it was written; its request got no answer)\n",
+                cfg->state_file, st.torn_bytes);
+    if (!cfg->quiet)
+        fprintf(stderr, "fakegate: --state-file %s: replayed %llu lines (%llu records) in %.1f "
+                        "ms: %zu payments, %zu Idempotency-Key records, %zu released (PROCESSING "
+                        "when the last run ended), gateway clock +%.3f s\n",
+                cfg->state_file, (unsigned long long)st.lines, (unsigned long long)st.records,
+                (double)(now_mono_ns() - t0) / 1e6, st.payments, st.idem_records, st.released,
+                (double)st.clock_offset_us / 1e6);
+    *out = sf;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     subcmd_fn sub = argc >= 2 ? subcmd_find(argv[1]) : NULL;
@@ -601,6 +650,11 @@ static int run(struct cli *clip, int argc, char **argv)
         observe_init(&gw) != 0) {
         fprintf(stderr, "fakegate: out of memory\n");
         return 1;
+    }
+    struct statefile *sf = NULL;
+    if (cfg->state_file && open_state(&gw, cfg, &sf) != 0) {
+        gateway_fini(&gw);
+        return 2;
     }
     struct webhooks *wh = webhooks_start(&gw, cfg->webhook_urls, cfg->n_webhook_urls,
                                          cfg->webhook_max_pending, cfg->quiet, err);
@@ -685,5 +739,7 @@ static int run(struct cli *clip, int argc, char **argv)
     if (cfg->port_file)
         unlink(cfg->port_file);
     gateway_fini(&gw);
-    return 0;
+    bool lost = sf && atomic_load(&sf->failed);
+    statefile_free(sf);
+    return lost ? 1 : 0;
 }

@@ -781,11 +781,8 @@ static int arrive_locked(struct gateway *g, struct store *s, struct request *r, 
     if (!p && !g->cfg->strict_sessions)
         p = store_create(s, r->payment_key, r->order_id, r->amount, gateway_now_us(g), r, NULL);
     r->payment = p;
-    if (p) {
-        p->confirm_attempts++;
-        if (r->adm.idem_key)
-            store_note_idem_key(s, p, r->adm.idem_key);
-    }
+    if (p)
+        store_note_confirm(s, p, r->adm.idem_key);
     return 0;
 }
 

@@ -50,9 +50,7 @@ static int session_locked(struct gateway *g, struct store *s, struct request *r,
     a->payment_key = NULL; /* `key` ends here */
     if (!p)
         return -1;
-    p->registered = true;
-    if (a->order_name)
-        p->order_name = strdup(a->order_name);
+    store_register_session(s, p, a->order_name);
     a->body = pay_render_view(g, s, p, 0, PAY_IN_PROGRESS, &a->len);
     return 0;
 }

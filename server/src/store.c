@@ -1,15 +1,20 @@
 /* store.c -- the in-memory store (see store.h): ledger.c, idem.c and the attempt counters of
  * live.c, with every status change of a payment sent to the event sink. Invariant: a payment
  * changes status only here, so each change is announced exactly once. */
+#define _DEFAULT_SOURCE
 #include "store.h"
 
 #include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "statefile.h"
 
 static void emit(struct store *s, struct payment *p, struct request *cause, int64_t at_us)
 {
     struct payment_event ev = {.store = s, .status = p->status, .payment = p, .cause = cause, .at_us = at_us,
                                .seq = p->status == PAY_IN_PROGRESS ? 0 : p->n_events++};
-    if (s->emit)
+    if (s->emit && !(s->log && s->log->replaying))
         s->emit(s->emit_ctx, &ev);
 }
 
@@ -38,6 +43,7 @@ void store_fini(struct store *s)
 
 void store_reset(struct store *s)
 {
+    statefile_rec_reset(s->log, s);
     ledger_reset(&s->ledger);
     idem_reset(&s->idem);
 }
@@ -82,8 +88,10 @@ struct payment *store_create(struct store *s, const char *payment_key, const cha
                              enum ledger_create_result *why)
 {
     struct payment *p = ledger_create(&s->ledger, payment_key, order_id, amount, now_us, why);
-    if (p)
+    if (p) {
+        statefile_rec_create(s->log, s, p);
         emit(s, p, cause, now_us);
+    }
     return p;
 }
 
@@ -92,6 +100,7 @@ int store_approve(struct store *s, struct payment *p, int64_t now_us, struct req
     assert(p->status == PAY_IN_PROGRESS && p->charges == 0); /* charges <= 1 */
     if (ledger_approve(&s->ledger, p, now_us) != 0)
         return -1;
+    statefile_rec_approve(s->log, s, p);
     emit(s, p, cause, now_us);
     return 0;
 }
@@ -102,6 +111,7 @@ int store_cancel(struct store *s, struct payment *p, int64_t amount, const char 
     assert(amount >= 1 && amount <= p->balance);
     if (ledger_cancel(&s->ledger, p, amount, reason, now_us) != 0)
         return -1;
+    statefile_rec_cancel(s->log, s, p);
     emit(s, p, cause, now_us);
     return 0;
 }
@@ -110,8 +120,10 @@ bool store_expire(struct store *s, struct payment *p, int64_t now_us, int64_t tt
 {
     bool was = p->status == PAY_EXPIRED;
     bool is = ledger_expire_if_stale(p, now_us, ttl_us);
-    if (is && !was)
+    if (is && !was) {
+        statefile_rec_expire(s->log, s, p, now_us);
         emit(s, p, NULL, now_us);
+    }
     return is;
 }
 
@@ -122,8 +134,10 @@ struct payment *store_create_va(struct store *s, const char *payment_key, const 
 {
     struct payment *p = ledger_create_va(&s->ledger, payment_key, order_id, amount, order_name,
                                          va, now_us, why);
-    if (p)
+    if (p) {
+        statefile_rec_create(s->log, s, p);
         emit(s, p, cause, now_us);
+    }
     return p;
 }
 
@@ -133,6 +147,7 @@ int store_deposit(struct store *s, struct payment *p, bool error, int64_t now_us
     assert(p->va && p->status == (error ? PAY_DONE : PAY_WAITING_FOR_DEPOSIT));
     if (ledger_deposit(&s->ledger, p, error, now_us) != 0)
         return -1;
+    statefile_rec_deposit(s->log, s, p, error, now_us);
     emit(s, p, cause, now_us);
     return 0;
 }
@@ -141,8 +156,10 @@ bool store_expire_va(struct store *s, struct payment *p, int64_t now_us)
 {
     bool was = p->status == PAY_EXPIRED;
     bool is = ledger_expire_va(p, now_us);
-    if (is && !was)
+    if (is && !was) {
+        statefile_rec_expire(s->log, s, p, now_us);
         emit(s, p, NULL, now_us);
+    }
     return is;
 }
 
@@ -151,10 +168,20 @@ struct payment *store_next_due(struct store *s, int64_t now_us)
     return ledger_next_due(&s->ledger, now_us);
 }
 
-int store_note_idem_key(struct store *s, struct payment *p, const char *idem_key)
+int store_note_confirm(struct store *s, struct payment *p, const char *idem_key)
 {
-    (void)s;
-    return ledger_note_idem_key(p, idem_key);
+    p->confirm_attempts++;
+    statefile_rec_arrive(s->log, s, p, idem_key);
+    return idem_key ? ledger_note_idem_key(p, idem_key) : 0;
+}
+
+int store_register_session(struct store *s, struct payment *p, const char *order_name)
+{
+    p->registered = true;
+    if (order_name && !(p->order_name = strdup(order_name)))
+        return -1;
+    statefile_rec_session(s->log, s, p);
+    return 0;
 }
 
 size_t store_tx_count(const struct store *s)
@@ -183,23 +210,34 @@ struct idem_record *store_idem_lookup(struct store *s, const char *scope, size_t
     return idem_lookup(&s->idem, scope, len, now_ns);
 }
 
+struct idem_record *store_idem_get(struct store *s, const char *scope, size_t len)
+{
+    return idem_get(&s->idem, scope, len);
+}
+
 struct idem_record *store_idem_claim(struct store *s, const char *scope, size_t len,
                                      const void *owner, uint64_t body_hash, int64_t now_ns)
 {
-    return idem_claim(&s->idem, scope, len, owner, body_hash, now_ns);
+    struct idem_record *rec = idem_claim(&s->idem, scope, len, owner, body_hash, now_ns);
+    if (rec)
+        statefile_rec_claim(s->log, s, rec, now_ns);
+    return rec;
 }
 
 int store_idem_complete(struct store *s, struct idem_record *rec, const void *owner,
                         struct idem_response *resp)
 {
-    (void)s;
     int rc = idem_complete(rec, owner, resp);
     assert(rc == 0); /* a record is completed only by its owner */
+    if (rc == 0)
+        statefile_rec_complete(s->log, s, rec);
     return rc;
 }
 
 int store_idem_release(struct store *s, struct idem_record *rec, const void *owner)
 {
+    if (s->log && !s->log->replaying)
+        statefile_rec_release(s->log, s, rec->scope, rec->scope_len); /* before rec is freed */
     int rc = idem_release(&s->idem, rec, owner);
     assert(rc == 0); /* and released only by its owner */
     return rc;

@@ -37,6 +37,8 @@ struct payment_event {
  * must not block or take the store lock. */
 typedef void (*store_event_fn)(void *ctx, const struct payment_event *ev);
 
+struct statefile;
+
 struct store {
     struct ledger ledger;
     struct idem_store idem;
@@ -44,6 +46,11 @@ struct store {
     store_event_fn emit;
     void *emit_ctx;
     void *owner;                 /* whose state this is (the gateway's tenant); not used here */
+    struct statefile *log;       /* --state-file: every change is appended to it (statefile.h),
+                                    or NULL; while it replays, the store emits no events */
+    char *const *tenant_key;     /* where the owner's secret key is (read atomically; NULL
+                                    until one is adopted), named in the state file's records */
+    bool log_salted;             /* the state file has this store's salt record */
 };
 
 /* Initialise an empty in-memory store: `salt` makes derived keys (transaction keys, secrets)
@@ -109,8 +116,13 @@ bool store_expire_va(struct store *s, struct payment *p, int64_t now_us);
 /* ledger_next_due on the store's ledger: the next virtual account due for expiry at now_us
  * (business time, µs; still WAITING_FOR_DEPOSIT; borrowed), or NULL. Store lock held. */
 struct payment *store_next_due(struct store *s, int64_t now_us);
-/* Remember `idem_key` on p's confirms (for GET /__admin/payments). 0, or -1 on out of memory. */
-int store_note_idem_key(struct store *s, struct payment *p, const char *idem_key);
+/* A confirm of p arrived: count it (confirm_attempts) and remember its Idempotency-Key
+ * `idem_key` (NULL: none) among p's (GET /__admin/payments). 0, or -1 on out of memory (the
+ * count made, the key not kept). */
+int store_note_confirm(struct store *s, struct payment *p, const char *idem_key);
+/* Mark p, just created, as a registered session (POST /__admin/sessions) with `order_name`
+ * (copied; NULL: none). 0, or -1 on out of memory (p registered, without its name). */
+int store_register_session(struct store *s, struct payment *p, const char *order_name);
 
 /* --- transactions (docs/api.md §2.2) --- */
 
@@ -127,6 +139,8 @@ const struct ledger *store_ledger(const struct store *s);
 /* The live record of `scope` at now_ns (the gateway clock, ns since the epoch), or NULL (an expired one is dropped). */
 struct idem_record *store_idem_lookup(struct store *s, const char *scope, size_t len,
                                       int64_t now_ns);
+/* idem_get: the record of `scope` in any state, expired or not, or NULL. */
+struct idem_record *store_idem_get(struct store *s, const char *scope, size_t len);
 /* A PROCESSING record owned by `owner`; none may exist. NULL on out of memory. */
 struct idem_record *store_idem_claim(struct store *s, const char *scope, size_t len,
                                      const void *owner, uint64_t body_hash, int64_t now_ns);

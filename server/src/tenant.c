@@ -38,6 +38,8 @@ static struct tenant *tenant_new(struct gateway *g, const char *key)
     store_init(&t->store, mix64(g->instance_id ^ mix64(t->index + 1)),
                g->cfg->idempotency_ttl_s * NS_PER_S, gateway_publish, g);
     t->store.owner = t;
+    t->store.log = g->state;
+    t->store.tenant_key = &t->key;
     const struct config *cfg = g->cfg;
     store_set_limits(&t->store,
                      cfg->max_idempotency_records ? cfg->max_idempotency_records
