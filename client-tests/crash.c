@@ -7,7 +7,7 @@
  * a correct client does after a timeout or a reset. A step is answered by a 200 or by any
  * other status (a violation: no step has a business reason to fail); a request that got no
  * HTTP answer (the server was killed holding it, the port was closed, the kept-alive
- * connection was dead) is resent at once, or after 2 ms while the port refuses.
+ * connection was dead) is resent at once, or after 10 ms while the port refuses.
  *
  * The kills. The coordinator kills the server with SIGKILL min_gap_ms .. max_gap_ms (seeded)
  * after each start, waits for it to die and starts it again on the same state file; clients
@@ -55,7 +55,7 @@ struct run {
     struct step (*steps)[STEPS];
     atomic_int port;
     char auth[256];
-    atomic_long requests, unanswered, answered_200, resent_200;
+    atomic_long requests, unanswered, refused, answered_200, resent_200;
     atomic_int workers_left;
     pthread_mutex_t vlock;
 };
@@ -117,12 +117,14 @@ static long send_step(struct run *r, CURL *h, int i, int step, bool probe)
         atomic_fetch_add(&r->requests, 1);
         long status = resp.status;
         if (status == 0) {
-            atomic_fetch_add(&r->unanswered, 1);
-            lost = true;
+            /* Refused: fakegate is down, or libcurl's own retry of a request whose kept-alive
+             * connection died with the server found the port closed. */
             bool refused = resp.curl_code == CURLE_COULDNT_CONNECT;
+            atomic_fetch_add(refused ? &r->refused : &r->unanswered, 1);
+            lost = true;
             fg_response_fini(&resp);
             if (refused)
-                fg_pause_ms(2); /* the server is restarting: pace the resends */
+                fg_pause_ms(10); /* the server is restarting: pace the resends */
             continue;
         }
         struct step *st = &r->steps[i][step];
@@ -356,6 +358,7 @@ int cr_run(const cr_config *cfg, cr_result *out, char err[FG_ERR_LEN])
      * reports the error and exits). */
     out->requests = atomic_load(&r->requests);
     out->unanswered = atomic_load(&r->unanswered);
+    out->refused = atomic_load(&r->refused);
     out->answered_200 = atomic_load(&r->answered_200);
     out->resent_200_same = atomic_load(&r->resent_200);
     out->wall_s = (double)(fg_now_ns() - t0) / 1e9;
@@ -380,8 +383,9 @@ void cr_print(FILE *f, const cr_config *c, const cr_result *r)
             "%d SIGKILLs %ld-%ld ms apart, holds 0-%ld ms, --state-fsync %s, seed %llu\n",
             c->threads, c->payments, c->kills, c->min_gap_ms, c->max_gap_ms, c->hold_ms,
             c->fsync_always ? "always" : "never", (unsigned long long)c->seed);
-    fprintf(f, "  requests           %ld (%ld without an answer, resent under their key)\n",
-            r->requests, r->unanswered);
+    fprintf(f, "  requests           %ld: %ld cut off (reset or closed unanswered), %ld refused "
+            "(fakegate down); each resent under its key\n",
+            r->requests, r->unanswered, r->refused);
     fprintf(f, "  200s               %ld (%ld of them to a resend after a lost answer)\n",
             r->answered_200, r->resent_200_same);
     fprintf(f, "  kills              %d; restarts released %ld PROCESSING records, %ld dropped "

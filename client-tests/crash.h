@@ -30,7 +30,9 @@ void cr_config_default(cr_config *c);
 
 typedef struct cr_result {
     long requests;         /* every request sent, resends included */
-    long unanswered;       /* of them, those that got no HTTP answer (killed, refused, reset) */
+    long unanswered;       /* of them, those cut off: reset or closed without an answer */
+    long refused;          /* those refused: fakegate was down (libcurl's own retry of a
+                              request cut off on a kept-alive connection counts here) */
     long answered_200;     /* 200s received (first answers and resends' replays) */
     long resent_200_same;  /* 200s to a resend after an unanswered attempt */
     int kills;             /* SIGKILLs made */
