@@ -1091,7 +1091,7 @@ START_TEST(test_wrong_method_gets_405_with_allow)
         const char *method, *path, *allows;
     } cases[] = {
         {"DELETE", CONFIRM_PATH, "POST"},
-        {"PUT", "/v1/payments/pk_x", "GET"},
+        {"PUT", "/v1/payments/pk_x", "GET, POST"}, /* a read, or the older approve path */
         {"POST", "/v1/payments/orders/order_x", "GET"},
     };
     for (size_t i = 0; i < 3; i++) {
@@ -1397,6 +1397,49 @@ START_TEST(test_probe_with_a_bad_port_exits_2_naming_it)
 }
 END_TEST
 
+/* POST /v1/payments/{paymentKey} {orderId, amount}, Toss's older approve path (docs/api.md
+ * §2.1): the same confirm, charged once, under an idempotency scope of its own path. */
+START_TEST(test_older_approve_path_is_the_same_confirm_with_its_own_idempotency_scope)
+{
+    fg_server *s = start_server(NULL);
+    const char *headers[] = {s->auth_header, "Idempotency-Key: older-1", NULL};
+    fg_request req = {.method = "POST", .path = "/v1/payments/pk_older_1",
+                      .body = "{\"orderId\":\"order-older-1\",\"amount\":12000}",
+                      .headers = headers};
+    fg_response first, again, r;
+    fg_http(s, NULL, &req, &first);
+    assert_done_amount_at(__LINE__, &first, "pk_older_1", "order-older-1", 12000);
+    fg_http(s, NULL, &req, &again);
+    ck_assert(same_bytes(&first, &again)); /* replayed */
+    /* The same key on /v1/payments/confirm is another scope: it runs, and finds it approved. */
+    confirm_fresh(s, "pk_older_1", "order-older-1", 12000, "older-1", 0, &r);
+    assert_error(&r, 400, "ALREADY_PROCESSED_PAYMENT");
+    fg_response_fini(&r);
+    assert_charged_once(s, "pk_older_1", "order-older-1");
+    json_t *j = journal(s, 0);
+    ck_assert_uint_eq(json_array_size(j), 3);
+    ck_assert(json_is_str(json_array_get(j, 0), "route", "confirm"));
+    ck_assert(json_is_str(json_array_get(j, 1), "outcome", "replayed"));
+    json_decref(j);
+    /* A paymentKey in the body must be the path's; the path's must be a valid one. */
+    req.headers = (const char *const[]){s->auth_header, NULL};
+    req.body = "{\"orderId\":\"order-older-2\",\"amount\":1000,\"paymentKey\":\"pk_other\"}";
+    fg_http(s, NULL, &req, &r);
+    assert_error(&r, 400, "INVALID_REQUEST");
+    ck_assert_ptr_nonnull(strstr(r.body, "paymentKey"));
+    fg_response_fini(&r);
+    req.path = "/v1/payments/pk%20older"; /* a space: no paymentKey has one */
+    req.body = "{\"orderId\":\"order-older-2\",\"amount\":1000}";
+    fg_http(s, NULL, &req, &r);
+    assert_error(&r, 400, "INVALID_PAYMENT_KEY");
+    fg_response_fini(&r);
+    ck_assert_uint_eq(ledger_size(s), 1);
+    fg_response_fini(&first);
+    fg_response_fini(&again);
+    stop_server(s);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *su = suite_create("blackbox_api");
@@ -1407,6 +1450,7 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_confirm_mid_flag_sets_mid);
     tcase_add_test(tc, test_confirm_chunked_body_gets_200);
     tcase_add_test(tc, test_confirm_ignores_unknown_fields);
+    tcase_add_test(tc, test_older_approve_path_is_the_same_confirm_with_its_own_idempotency_scope);
     tcase_add_test(tc, test_read_unknown_payment_gets_404_not_found_payment);
     tcase_add_test(tc, test_health_reports_ok_and_the_child_pid);
 

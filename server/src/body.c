@@ -288,11 +288,24 @@ void body_identity(const struct body *b, const char **order_id, const char **pay
     *hash = canonical_hash(b->root);
 }
 
-bool body_confirm(struct request *r, const struct body *b)
+bool body_confirm(struct request *r, const struct body *b, const char *path_key)
 {
-    const char *pk, *oid;
+    const char *pk = path_key, *oid;
     int64_t amount = 0;
-    if (!(pk = string_field(r, b->root, "paymentKey", "INVALID_PAYMENT_KEY", valid_payment_key)) ||
+    json_t *in_body = json_object_get(b->root, "paymentKey");
+    if (path_key && !valid_payment_key(path_key)) {
+        body_invalid(r, "INVALID_PAYMENT_KEY", NULL, NULL); /* the table's message */
+        return false;
+    }
+    if (path_key && in_body && !json_is_null(in_body) &&
+        !(json_is_string(in_body) && strcmp(json_string_value(in_body), path_key) == 0)) {
+        invalid_field(r, "INVALID_REQUEST", "paymentKey",
+                      "paymentKey: 경로의 paymentKey와 다릅니다.",
+                      "paymentKey: differs from the paymentKey in the path");
+        return false;
+    }
+    if ((!pk && !(pk = string_field(r, b->root, "paymentKey", "INVALID_PAYMENT_KEY",
+                                    valid_payment_key))) ||
         !(oid = string_field(r, b->root, "orderId", "INVALID_ORDER_ID", valid_order_id)) ||
         !amount_field(r, b->root, "amount", true, &amount))
         return false;

@@ -33,10 +33,13 @@ void body_free(struct body *b);
 void body_identity(const struct body *b, const char **order_id, const char **payment_key,
                    uint64_t *hash);
 
-/* The checks of a confirm {paymentKey, orderId, amount} (docs/api.md §2.1). True: r->payment_key
- * and r->order_id (owned), r->amount and r->body_hash are set and r->body's bytes are freed.
- * False: r is answered 400 (INVALID_PAYMENT_KEY, INVALID_ORDER_ID or INVALID_REQUEST). */
-bool body_confirm(struct request *r, const struct body *b);
+/* The checks of a confirm {paymentKey, orderId, amount} (docs/api.md §2.1), or of the older
+ * approve path's {orderId, amount} when `path_key` (the paymentKey from the path of
+ * POST /v1/payments/{paymentKey}) is not NULL: a paymentKey in that body must then equal it.
+ * True: r->payment_key and r->order_id (owned), r->amount and r->body_hash are set and
+ * r->body's bytes are freed. False: r is answered 400 (INVALID_PAYMENT_KEY, INVALID_ORDER_ID or
+ * INVALID_REQUEST). */
+bool body_confirm(struct request *r, const struct body *b, const char *path_key);
 
 /* The checks of a cancel {cancelReason, cancelAmount?, refundableAmount?,
  * refundReceiveAccount? {bank, accountNumber, holderName}} (docs/api.md §2.2,

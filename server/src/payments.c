@@ -765,7 +765,7 @@ enum handler_result pay_unplanned(struct gateway *g, struct request *r, struct b
     const char *order_id, *payment_key;
     uint64_t hash;
     body_identity(b, &order_id, &payment_key, &hash);
-    if (r->kind == RK_CANCEL)
+    if (r->kind == RK_CANCEL || (r->kind == RK_CONFIRM && r->path_param))
         payment_key = r->path_param;
     observe_identity(g, r, order_id, payment_key, hash);
     body_free(b);
@@ -791,7 +791,8 @@ enum handler_result payments_confirm(struct gateway *g, struct request *r)
     struct body *b = body_parse(r, g->cfg->max_json_depth);
     if (!b)
         return H_RESPOND;
-    if (pay_test_code(r) || !body_confirm(r, b) || below_minimum(r) ||
+    /* POST /v1/payments/{paymentKey}, Toss's older approve path, has the key in its path. */
+    if (pay_test_code(r) || !body_confirm(r, b, r->path_param) || below_minimum(r) ||
         pay_over_bounds(g, r, !g->cfg->strict_sessions))
         return pay_unplanned(g, r, b);
     body_free(b);

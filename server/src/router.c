@@ -70,6 +70,8 @@ static const struct route_row {
     {"/v1/payments/orders/*", HM_GET, RK_GET_ORDER, ROUTE_READ, payments_read, true},
     {"/v1/payments/*/cancel", HM_POST, RK_CANCEL, ROUTE_CANCEL, payments_cancel, false},
     {"/v1/payments/*", HM_GET, RK_GET_PAYMENT, ROUTE_READ, payments_read, false},
+    /* Toss's older approve path, {orderId, amount}: the same confirm (docs/api.md §2.1). */
+    {"/v1/payments/*", HM_POST, RK_CONFIRM, ROUTE_CONFIRM, payments_confirm, false},
 };
 #define N_ROUTES (sizeof routes / sizeof routes[0])
 

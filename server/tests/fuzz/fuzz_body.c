@@ -129,11 +129,15 @@ static void run(const uint8_t *data, size_t size, int which)
     bool ok = false;
     switch (which) {
     case 0:
-        ok = body_confirm(r, b);
+    case 0x10: /* the older approve path: the paymentKey from the path */
+        ok = body_confirm(r, b, which ? "pk_fuzz_path" : NULL);
         if (ok)
             FUZZ_CHECK(is_payment_key(r->payment_key) && is_order_id(r->order_id) &&
                            is_amount(r->amount),
                        "a confirm accepted obeys docs/api.md §2.1");
+        if (ok && which)
+            FUZZ_CHECK(strcmp(r->payment_key, "pk_fuzz_path") == 0,
+                       "the older approve path confirms the path's paymentKey");
         break;
     case 1:
         ok = body_cancel(r, b);
@@ -189,5 +193,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     for (int which = 0; which < 5; which++)
         run(data, size, which);
+    run(data, size, 0x10);
     return 0;
 }
