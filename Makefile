@@ -260,7 +260,8 @@ uninstall:
 # ---- fuzzing: `make fuzz [SECONDS=60]` (not part of `make test`) -------------------------------
 # libFuzzer harnesses (server/tests/fuzz/fuzz_NAME.c), one per parser of outside bytes: request
 # bodies, profile JSON (its webhooks section too), the X-Fakegate-Fault and -Latency-Ms headers,
-# query strings, Basic auth, paths and the Idempotency-Key, receiver URLs. Each is built with
+# query strings, Basic auth, paths and the Idempotency-Key, receiver URLs, the --state-file
+# replay. Each is built with
 # clang -g -O1 -fsanitize=fuzzer,address,undefined (undefined behaviour aborts) against the
 # server's objects compiled again with clang into build/fuzz/obj (build/obj is left alone), then
 # run for SECONDS seconds, one after another (scripts/run-fuzz), on a copy of its seeds

@@ -376,6 +376,11 @@ START_TEST(test_a_line_that_does_not_fit_stops_the_start_naming_line_and_record)
                    ":1: record 1 (approve): a change before its tenant's salt record");
     assert_refused("[{\"r\":\"teleport\",\"tk\":null}]\n", ":1: record 1 (teleport): no such "
                    "record");
+    /* Found by fuzz_statefile: a virtual account without its orderName. */
+    snprintf(text, sizeof text, "%s[{\"r\":\"va\",\"tk\":null,\"pk\":\"p\",\"oid\":"
+             "\"order_x\",\"amount\":100,\"at_us\":1,\"bank\":\"88\",\"due_us\":2,"
+             "\"customer\":\"c\"}]\n", salt);
+    assert_refused(text, ":2: record 1 (va): \"order_name\" is not a string");
 }
 END_TEST
 

@@ -164,7 +164,8 @@ static int apply_create(struct replay *rp, struct store *s, const json_t *rec, b
     if (!va)
         return store_create(s, pk, oid, amount, at_us, NULL, &why) ? 0
                                                                     : bad(rp, "%s", create_failure(why));
-    if (!get_str(rp, rec, "order_name", true, &name) || !get_str(rp, rec, "bank", false, &bank) ||
+    /* A virtual account always has its orderName (docs/virtual-accounts.md). */
+    if (!get_str(rp, rec, "order_name", false, &name) || !get_str(rp, rec, "bank", false, &bank) ||
         !get_int(rp, rec, "due_us", &due_us) || !get_str(rp, rec, "customer", false, &customer) ||
         !get_str(rp, rec, "email", true, &email))
         return -1;
