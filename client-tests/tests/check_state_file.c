@@ -261,6 +261,38 @@ START_TEST(test_reset_is_kept_and_fsync_always_survives_a_kill)
 }
 END_TEST
 
+START_TEST(test_replay_at_the_record_bound_frees_expired_records_as_the_run_did)
+{
+    fresh_state_path();
+    const char *args[] = {"--state-file", state_path, "--max-idempotency-records", "2",
+                          "--idempotency-ttl", "1", NULL};
+    fg_server *s = start_args(NULL, args);
+    fg_response r;
+    for (int i = 0; i < 4; i++) { /* each pair of records expires before the next pair */
+        char pk[32], oid[32], key[32];
+        snprintf(pk, sizeof pk, "state_pk_b%d", i);
+        snprintf(oid, sizeof oid, "state-order-b%d", i);
+        snprintf(key, sizeof key, "state-b%d", i);
+        confirm_fresh(s, pk, oid, 1000, key, 0, &r);
+        assert_status(&r, 200);
+        fg_response_fini(&r);
+        if (i % 2 == 1) {
+            admin_call(s, "POST", "/__admin/clock", "{\"advance_s\":2}", NULL, &r);
+            assert_status(&r, 200);
+            fg_response_fini(&r);
+        }
+    }
+    kill_hard(s);
+    s = start_args(NULL, args);
+    ck_assert_uint_eq(ledger_size(s), 4);
+    json_t *health = admin_json(s, "/healthz");
+    ck_assert_int_le(json_int(json_object_get(health, "state_file"), "idempotency_records"), 2);
+    json_decref(health);
+    stop_server(s);
+    remove_state();
+}
+END_TEST
+
 /* ---- a crash mid-request ------------------------------------------------------------------ */
 
 struct held {
@@ -437,6 +469,7 @@ Suite *make_suite(void)
     TCase *tc = add_tcase(su, "restart", 60);
     tcase_add_test(tc, test_restart_keeps_ledger_reads_replays_tenants_and_clock_byte_for_byte);
     tcase_add_test(tc, test_reset_is_kept_and_fsync_always_survives_a_kill);
+    tcase_add_test(tc, test_replay_at_the_record_bound_frees_expired_records_as_the_run_did);
     tcase_add_test(tc, test_confirm_held_at_a_kill_is_released_and_its_resend_charges_once);
     tc = add_tcase(su, "damaged", 30);
     tcase_add_test(tc, test_incomplete_last_line_is_dropped_with_a_note_and_the_file_truncated);

@@ -272,7 +272,10 @@ static int apply_idem(struct replay *rp, struct store *s, const json_t *rec)
             rc = -1;
         else if (r && store_idem_lookup(s, scope, len, at_ns)) /* an expired one goes here */
             rc = bad(rp, "a claim of a key whose record is still live");
-        else if (!store_idem_claim(s, scope, len, &replay_owner, hash, at_ns))
+        /* At --max-idempotency-records, the records that had expired by then go first, as
+         * the sweep made room for this claim when it was made. */
+        else if (!store_idem_room(s, at_ns) ||
+                 !store_idem_claim(s, scope, len, &replay_owner, hash, at_ns))
             rc = bad(rp, "no room for the record (--max-idempotency-records, or out of memory)");
     } else if (!r || r->state != IDEM_PROCESSING) {
         rc = bad(rp, "no record PROCESSING under this key");
