@@ -13,11 +13,13 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_acked (glibc's lacks it) */
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +84,10 @@ struct conn_state {
     size_t drip_chunk;      /* bytes per chunk */
     bool drip_waiting;      /* suspended until drip_next_ns */
     bool was_held;          /* it was suspended for a latency */
+    /* The socket's counts when the answer was queued (tcp_counts), to tell at completion how
+     * much of this answer the client's TCP took. */
+    bool tcp_base;
+    uint64_t tcp_sent0, tcp_acked0;
 };
 
 struct http_server {
@@ -125,14 +131,47 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
     return cs;
 }
 
+/* The kernel's state of TCP connection `c`: bytes written to it, bytes the peer's TCP has
+ * acknowledged (both since it opened) and whether it was reset (state TCP_CLOSE, 7 in the
+ * kernel's include/net/tcp_states.h, while libmicrohttpd still holds it open: only a reset
+ * gets it there; `reset` may be NULL). False if it cannot be read (not a TCP socket). */
+#define TCP_STATE_CLOSE 7
+static bool tcp_counts(struct MHD_Connection *c, uint64_t *sent, uint64_t *acked, bool *reset)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    memset(&ti, 0, sizeof ti);
+    if (!ci || getsockopt(ci->connect_fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+        len < offsetof(struct tcp_info, tcpi_bytes_sent) + sizeof ti.tcpi_bytes_sent)
+        return false;
+    *sent = ti.tcpi_bytes_sent;
+    *acked = ti.tcpi_bytes_acked;
+    if (reset)
+        *reset = ti.tcpi_state == TCP_STATE_CLOSE;
+    return true;
+}
+
+/* libmicrohttpd calls this before it shuts the socket down or reuses it, so the socket still
+ * says what became of the answer: how much of it the client's TCP acknowledged, and whether it
+ * reset the connection (a client that closed its socket resets what arrives after). On
+ * loopback that answer comes within the write itself. */
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)c;
     struct http_server *h = cls;
     struct conn_state *cs = *con_cls;
     if (!cs)
         return;
+    uint64_t sent, acked;
+    bool reset;
+    if (cs->tcp_base && tcp_counts(c, &sent, &acked, &reset)) {
+        cs->req->obs.tcp.known = true;
+        cs->req->obs.tcp.reset = reset;
+        cs->req->obs.tcp.sent_bytes = sent - cs->tcp_sent0;
+        cs->req->obs.tcp.acked_bytes = acked - cs->tcp_acked0;
+    }
     router_on_complete(h->gw, cs->req, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
     request_free(cs->req);
     free(cs);
@@ -366,7 +405,7 @@ static enum MHD_Result send_response(struct conn_state *cs)
     struct request *r = cs->req;
     struct response *rs = &r->resp;
     bool client_done = client_done_sending(cs);
-    r->obs.client_gone = cs->was_held && client_done;
+    r->obs.client_done = client_done;
     router_on_send(cs->srv->gw, r);
     if (rs->wire == WIRE_CLOSE || rs->wire == WIRE_RESET || rs->wire == WIRE_HANG)
         return drop(cs);
@@ -411,6 +450,7 @@ static enum MHD_Result send_response(struct conn_state *cs)
     if (cs->was_held) /* back from HELD_TIMEOUT_S (see hold) */
         MHD_set_connection_option(cs->conn, MHD_CONNECTION_OPTION_TIMEOUT,
                                   cs->srv->cfg->idle_timeout_s);
+    cs->tcp_base = tcp_counts(cs->conn, &cs->tcp_sent0, &cs->tcp_acked0, NULL);
     r->obs.sent_ns = now_mono_ns();
     enum MHD_Result ret = MHD_queue_response(cs->conn, (unsigned)rs->status, resp);
     MHD_destroy_response(resp);
