@@ -1063,24 +1063,19 @@ static void parse_raw(fg_raw_response *r)
     }
 }
 
-int fg_raw(const fg_server *s, const void *request, size_t len, int timeout_ms,
-           fg_raw_response *out, char err[FG_ERR_LEN])
+int fg_raw_open(const fg_server *s, const void *request, size_t len, char err[FG_ERR_LEN])
 {
-    memset(out, 0, sizeof *out);
-    struct buf b = {0};
-    if (buf_add(&b, "", 0) != 0)
-        abort();
-    int rc = -1;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         set_err(err, "socket: %s", strerror(errno));
-        goto done;
+        return -1;
     }
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->port)};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
         set_err(err, "connect 127.0.0.1:%d: %s", s->port, strerror(errno));
-        goto done;
+        close(fd);
+        return -1;
     }
     const char *p = request;
     size_t left = len;
@@ -1090,12 +1085,21 @@ int fg_raw(const fg_server *s, const void *request, size_t len, int timeout_ms,
             continue;
         if (n <= 0) {
             set_err(err, "send: %s", strerror(errno));
-            goto done;
+            close(fd);
+            return -1;
         }
         p += n;
         left -= (size_t)n;
     }
-    rc = 0;
+    return fd;
+}
+
+void fg_raw_finish(int fd, int timeout_ms, fg_raw_response *out)
+{
+    memset(out, 0, sizeof *out);
+    struct buf b = {0};
+    if (buf_add(&b, "", 0) != 0)
+        abort();
     int64_t deadline = fg_now_ms() + timeout_ms;
     for (;;) {
         int64_t wait = deadline - fg_now_ms();
@@ -1118,13 +1122,25 @@ int fg_raw(const fg_server *s, const void *request, size_t len, int timeout_ms,
         if (buf_add(&b, chunk, (size_t)n) != 0)
             abort();
     }
-done:
-    if (fd >= 0)
-        close(fd);
+    close(fd);
     out->data = b.p;
     out->len = b.len;
     parse_raw(out);
-    return rc;
+}
+
+int fg_raw(const fg_server *s, const void *request, size_t len, int timeout_ms,
+           fg_raw_response *out, char err[FG_ERR_LEN])
+{
+    int fd = fg_raw_open(s, request, len, err);
+    if (fd < 0) {
+        memset(out, 0, sizeof *out);
+        out->data = calloc(1, 1);
+        if (!out->data)
+            abort();
+        return -1;
+    }
+    fg_raw_finish(fd, timeout_ms, out);
+    return 0;
 }
 
 void fg_raw_response_fini(fg_raw_response *r)

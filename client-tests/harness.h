@@ -207,6 +207,15 @@ int fg_raw(const fg_server *s, const void *request, size_t len, int timeout_ms,
            fg_raw_response *out, char err[FG_ERR_LEN]);
 void fg_raw_response_fini(fg_raw_response *r);
 
+/* fg_raw in two steps, for a test that holds several connections, or acts on one (a
+ * shutdown(SHUT_WR), a close), between writing and reading. fg_raw_open connects to
+ * 127.0.0.1:s->port and writes `len` bytes of `request` exactly as given: the socket (caller
+ * owns it), or -1 with a message in `err`. fg_raw_finish reads `fd` until the server closes the
+ * connection or `timeout_ms` ms pass, closes `fd` and parses what came into *out (caller
+ * fg_raw_response_finis it). */
+int fg_raw_open(const fg_server *s, const void *request, size_t len, char err[FG_ERR_LEN]);
+void fg_raw_finish(int fd, int timeout_ms, fg_raw_response *out);
+
 /* Copy the value (trimmed) of header `name` (case-insensitive) of the parsed raw response into
  * buf (size bytes). Returns true if present. */
 bool fg_raw_header(const fg_raw_response *r, const char *name, char *buf, size_t size);

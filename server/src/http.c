@@ -11,12 +11,15 @@
 
 #include <arpa/inet.h>
 #include <assert.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_acked (glibc's lacks it) */
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +84,10 @@ struct conn_state {
     size_t drip_chunk;      /* bytes per chunk */
     bool drip_waiting;      /* suspended until drip_next_ns */
     bool was_held;          /* it was suspended for a latency */
+    /* The socket's counts when the answer was queued (tcp_counts), to tell at completion how
+     * much of this answer the client's TCP took. */
+    bool tcp_base;
+    uint64_t tcp_sent0, tcp_acked0;
 };
 
 struct http_server {
@@ -124,14 +131,47 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
     return cs;
 }
 
+/* The kernel's state of TCP connection `c`: bytes written to it, bytes the peer's TCP has
+ * acknowledged (both since it opened) and whether it was reset (state TCP_CLOSE, 7 in the
+ * kernel's include/net/tcp_states.h, while libmicrohttpd still holds it open: only a reset
+ * gets it there; `reset` may be NULL). False if it cannot be read (not a TCP socket). */
+#define TCP_STATE_CLOSE 7
+static bool tcp_counts(struct MHD_Connection *c, uint64_t *sent, uint64_t *acked, bool *reset)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    memset(&ti, 0, sizeof ti);
+    if (!ci || getsockopt(ci->connect_fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+        len < offsetof(struct tcp_info, tcpi_bytes_sent) + sizeof ti.tcpi_bytes_sent)
+        return false;
+    *sent = ti.tcpi_bytes_sent;
+    *acked = ti.tcpi_bytes_acked;
+    if (reset)
+        *reset = ti.tcpi_state == TCP_STATE_CLOSE;
+    return true;
+}
+
+/* libmicrohttpd calls this before it shuts the socket down or reuses it, so the socket still
+ * says what became of the answer: how much of it the client's TCP acknowledged, and whether it
+ * reset the connection (a client that closed its socket resets what arrives after). On
+ * loopback that answer comes within the write itself. */
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)c;
     struct http_server *h = cls;
     struct conn_state *cs = *con_cls;
     if (!cs)
         return;
+    uint64_t sent, acked;
+    bool reset;
+    if (cs->tcp_base && tcp_counts(c, &sent, &acked, &reset)) {
+        cs->req->obs.tcp.known = true;
+        cs->req->obs.tcp.reset = reset;
+        cs->req->obs.tcp.sent_bytes = sent - cs->tcp_sent0;
+        cs->req->obs.tcp.acked_bytes = acked - cs->tcp_acked0;
+    }
     router_on_complete(h->gw, cs->req, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
     request_free(cs->req);
     free(cs);
@@ -343,23 +383,29 @@ static enum MHD_Result drop(struct conn_state *cs)
     return MHD_NO; /* libmicrohttpd closes the connection without sending anything */
 }
 
-/* Has the client closed its side (EOF waiting on the socket)? A suspended connection never
- * notices a client that left (libmicrohttpd 0.9.75), and the kernel still accepts the answer,
- * so look before sending: the journal must not say "delivered" to a client that gave up. */
-static bool client_gone(struct conn_state *cs)
+/* Has the client finished sending: end-of-file (or a reset) waiting on the socket? It may be
+ * gone, or only have half-closed and be reading (shutdown(SHUT_WR)): the two look the same
+ * here. Either way it sends nothing more, so its answer says Connection: close and
+ * libmicrohttpd closes after sending it; on a keep-alive connection it would wait for the
+ * client's next request until --idle-timeout, as it never sees an end-of-file that arrived with
+ * the request (its epoll is edge-triggered, and the read that took the request took the edge). */
+static bool client_done_sending(struct conn_state *cs)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(cs->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci)
+        return false;
     char c;
-    return ci && recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+    ssize_t n = recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 static enum MHD_Result send_response(struct conn_state *cs)
 {
     struct request *r = cs->req;
     struct response *rs = &r->resp;
-    /* Only a held request can have lost its client unnoticed; the others skip the syscall. */
-    r->obs.client_gone = cs->was_held && client_gone(cs);
+    bool client_done = client_done_sending(cs);
+    r->obs.client_done = client_done;
     router_on_send(cs->srv->gw, r);
     if (rs->wire == WIRE_CLOSE || rs->wire == WIRE_RESET || rs->wire == WIRE_HANG)
         return drop(cs);
@@ -399,8 +445,12 @@ static enum MHD_Result send_response(struct conn_state *cs)
         MHD_add_response_header(resp, "Retry-After", rs->retry_after);
     if (rs->allow)
         MHD_add_response_header(resp, "Allow", rs->allow);
-    if (rs->close || rs->wire == WIRE_TRUNCATE || atomic_load(&cs->srv->stopping))
+    if (rs->close || client_done || rs->wire == WIRE_TRUNCATE || atomic_load(&cs->srv->stopping))
         MHD_add_response_header(resp, "Connection", "close");
+    if (cs->was_held) /* back from HELD_TIMEOUT_S (see hold) */
+        MHD_set_connection_option(cs->conn, MHD_CONNECTION_OPTION_TIMEOUT,
+                                  cs->srv->cfg->idle_timeout_s);
+    cs->tcp_base = tcp_counts(cs->conn, &cs->tcp_sent0, &cs->tcp_acked0, NULL);
     r->obs.sent_ns = now_mono_ns();
     enum MHD_Result ret = MHD_queue_response(cs->conn, (unsigned)rs->status, resp);
     MHD_destroy_response(resp);
@@ -425,9 +475,24 @@ static void on_deadline(void *arg, bool draining)
     MHD_resume_connection(cs->conn);
 }
 
+/* The resumed connection's answer must be queued before libmicrohttpd 0.9.75 reads from its
+ * socket again. It suspends a request in its final call with the event-loop state of the body
+ * read still at "read" (MHD_connection_update_event_loop_info returns early for a suspended
+ * connection), marks it read-ready on resume (resume_suspended_connections), and call_handlers
+ * then reads before it calls the handler: a client that half-closed after its request (FIN
+ * waiting) makes that read return 0, and MHD_connection_handle_read closes a connection in
+ * FULL_REQ_RECEIVED (MHD_REQUEST_TERMINATED_WITH_ERROR) without sending the answer the plan has
+ * just committed. MHD_epoll, though, runs MHD_connection_handle_idle on every connection of its
+ * manual-timeout list before call_handlers, and a resumed connection joins that list when its
+ * timeout is not the daemon's: it is then given one, HELD_TIMEOUT_S, while held, and the daemon's
+ * own back when its answer is queued (send_response), in the same turn. One more second than
+ * --idle-timeout's largest value, so never the daemon's, and never reached in that turn. */
+#define HELD_TIMEOUT_S 86401U
+
 static enum MHD_Result hold(struct conn_state *cs)
 {
     assert(cs->state == HS_BODY); /* in the scheduler only while suspended, at most once */
+    MHD_set_connection_option(cs->conn, MHD_CONNECTION_OPTION_TIMEOUT, HELD_TIMEOUT_S);
     MHD_suspend_connection(cs->conn);
     cs->state = HS_HELD;
     cs->was_held = true;

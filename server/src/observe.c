@@ -1,5 +1,6 @@
 /* observe.c -- journal, metrics and access log (see observe.h). Counting and judging happen
- * once, when the answer is handed over (or at completion for one dripped or never sent), from
+ * once, when the answer is handed over (or at completion for one dripped, never sent, or -- the
+ * judging -- sent to a client that had finished sending), from
  * what the request recorded in r->obs; the journal entry and the in-flight counts end at
  * completion; the payment counters come from the store's events, so no commit path counts by
  * hand. */
@@ -119,26 +120,36 @@ static double spent_latency_ms(const struct request *r)
     return r->queue_latency_ms + (r->obs.latency_spent ? r->latency_ms : 0);
 }
 
-/* What the client got, as far as is known when the answer is handed over (`completed_ok`:
- * libmicrohttpd sent all of it; at send time, assumed). */
+static bool wire_lost(const struct response *rs)
+{
+    return rs->wire == WIRE_CLOSE || rs->wire == WIRE_RESET || rs->wire == WIRE_HANG;
+}
+
+/* What reached the client (docs/admin.md §5, `delivered`). At completion (`completed_ok`:
+ * libmicrohttpd wrote all of it), from the socket when it could be read: the whole answer
+ * written and not refused by the client's TCP is yes; refused (a reset) or cut short, whatever
+ * the client's TCP acknowledged of it says partial, or no when it took none. When the answer is
+ * handed over (observe_sent passes true), it is what the client will get unless its connection
+ * fails: observe_sent judges only answers to clients still sending. */
 static enum delivered delivered_of(const struct request *r, bool completed_ok)
 {
     const struct response *rs = &r->resp;
-    if (rs->wire == WIRE_CLOSE || rs->wire == WIRE_RESET || rs->wire == WIRE_HANG ||
-        r->obs.client_gone)
+    if (wire_lost(rs) || (!completed_ok && !r->obs.sent_ns))
+        return DELIVERED_NO; /* nothing was sent, or nothing was even queued */
+    bool whole = completed_ok && rs->wire != WIRE_TRUNCATE;
+    const struct tcp_fate *t = &r->obs.tcp;
+    if (!t->known || (completed_ok && !t->reset))
+        return whole ? DELIVERED_YES : DELIVERED_PARTIAL;
+    if (t->acked_bytes == 0)
         return DELIVERED_NO;
-    if (rs->wire == WIRE_TRUNCATE)
-        return DELIVERED_PARTIAL;
-    if (completed_ok)
-        return DELIVERED_YES;
-    return r->obs.sent_ns ? DELIVERED_PARTIAL : DELIVERED_NO;
+    return whole && t->acked_bytes >= t->sent_bytes ? DELIVERED_YES : DELIVERED_PARTIAL;
 }
 
 /* r's ending as the journal and the report record it. */
 static struct journal_entry ending_of(const struct request *r, bool completed_ok)
 {
     const struct response *rs = &r->resp;
-    bool lost = rs->wire == WIRE_CLOSE || rs->wire == WIRE_RESET || rs->wire == WIRE_HANG;
+    bool lost = wire_lost(rs);
     struct journal_entry e = {.sent_mono_ns = r->obs.sent_ns,
                               .status = lost ? 0 : rs->status, .code = lost ? NULL : rs->code,
                               .retry_after_s = lost ? 0 : rs->retry_after_s,
@@ -169,6 +180,20 @@ static void count(struct metrics *m, const struct request *r)
         metrics_observe_latency(m, spent_latency_ms(r));
 }
 
+/* The request counted in the metrics and the timelines, once. */
+static void count_once(struct gateway *g, struct request *r)
+{
+    if (r->obs.straddled_reset || r->obs.counted)
+        return;
+    r->obs.counted = true;
+    count(&g->metrics, r);
+    enum tl_class c = tl_class_of(r->obs.outcome, r->resp.status);
+    timeline_count(g->timeline, r->arrived_ns, (int)r->route, c);
+    struct timeline *own = r->adm.tenant ? atomic_load(&r->adm.tenant->timeline) : NULL;
+    if (own)
+        timeline_count(own, r->arrived_ns, (int)r->route, c);
+}
+
 /* The whole request, counted in the metrics (`count_it`) and judged by the report (identity
  * as the journal has it), each once: when its answer is handed over, so a client that reads
  * /metrics or the report right after its answer finds it there; else at completion. A
@@ -179,15 +204,8 @@ static void judge(struct gateway *g, struct request *r, const struct journal_ent
 {
     if (r->obs.straddled_reset)
         return;
-    if (count_it && !r->obs.counted) {
-        r->obs.counted = true;
-        count(&g->metrics, r);
-        enum tl_class c = tl_class_of(r->obs.outcome, r->resp.status);
-        timeline_count(g->timeline, r->arrived_ns, (int)r->route, c);
-        struct timeline *own = r->adm.tenant ? atomic_load(&r->adm.tenant->timeline) : NULL;
-        if (own)
-            timeline_count(own, r->arrived_ns, (int)r->route, c);
-    }
+    if (count_it)
+        count_once(g, r);
     if (r->obs.judged)
         return;
     r->obs.judged = true;
@@ -203,28 +221,43 @@ void observe_sent(struct gateway *g, struct request *r)
 {
     if (!r->obs.journaled || r->resp.wire == WIRE_DRIP)
         return;
+    if (r->obs.client_done && !wire_lost(&r->resp)) {
+        /* A client that has finished sending may have left or only half-closed: whether the
+         * answer reached it is known once it is written, so the report judges it then. */
+        count_once(g, r);
+        return;
+    }
     struct journal_entry e = ending_of(r, true);
     e.sent_mono_ns = now_mono_ns(); /* http.c stamps sent_ns just after this */
     judge(g, r, &e, r->resp.wire != WIRE_HANG);
 }
 
-void observe_complete(struct gateway *g, struct request *r, bool completed_ok)
+/* The request is no longer in flight. */
+static void end_flight(struct gateway *g, struct request *r)
 {
     if (r->adm.in_flight) {
         flight_end(&g->flight, r->route);
         flight_end(&r->adm.tenant->flight, r->route);
     }
     r->adm.in_flight = false;
+}
+
+void observe_complete(struct gateway *g, struct request *r, bool completed_ok)
+{
     if (!r->obs.journaled) {
+        end_flight(g, r);
         atomic_fetch_add(&g->metrics.admin_requests, 1);
         return;
     }
     struct journal_entry e = ending_of(r, completed_ok);
     e.ended_mono_ns = now_mono_ns();
+    /* Counted and judged now if observe_sent did not (a dripped answer, one to a client that
+     * had finished sending, or one never sent); never when a reset overtook it: its counters
+     * and report were emptied. Before its journal entry and its in-flight count end, so a
+     * client that waits for either finds it judged. */
+    judge(g, r, &e, true);
     journal_update(&g->journal, r->obs.journal_id, &e);
     if (!g->cfg->quiet)
         access_log(g, r, &e);
-    /* Counted and judged now if observe_sent did not (a dripped answer, or one never sent);
-     * never when a reset overtook it: its counters and report were emptied. */
-    judge(g, r, &e, true);
+    end_flight(g, r);
 }

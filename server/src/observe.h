@@ -34,17 +34,21 @@ void observe_identity(struct gateway *g, struct request *r, const char *order_id
  * fakegate_faults_total{kind} now, not when a hang ends. */
 void observe_fault(struct gateway *g, const struct request *r);
 
-/* r's answer is being handed to libmicrohttpd now (r->obs.client_gone already looked at), or
+/* r's answer is being handed to libmicrohttpd now (r->obs.client_done already looked at), or
  * lost on the wire: it is counted in the metrics and judged by the report here, so a resend,
  * or a read of /metrics, that comes right after the client read its answer finds it there
  * (docs/admin.md §5). An answer dripped over time (WIRE_DRIP) is counted and judged at
- * completion instead: the client has it only then. Thread: worker. */
+ * completion instead: the client has it only then. One to a client that had finished sending
+ * is counted here and judged at completion, when the socket has said whether it reached the
+ * client. Thread: worker. */
 void observe_sent(struct gateway *g, struct request *r);
 
-/* r's response has ended (or its connection closed); `completed_ok`: libmicrohttpd sent all
- * of it. Ends its in-flight count, completes its journal entry, writes its access-log line and
- * counts it (unless a reset overtook it: the counters it belonged to are gone). Admin calls
- * are only counted in fakegate_admin_requests_total. Thread: worker (completion callback). */
+/* r's response has ended (or its connection closed); `completed_ok`: libmicrohttpd wrote all
+ * of it, and r->obs.tcp holds what the socket said of it. Counts and judges it if observe_sent
+ * did not (unless a reset overtook it: the counters it belonged to are gone), completes its
+ * journal entry with what reached the client (`delivered`), writes its access-log line, and
+ * then ends its in-flight count. Admin calls are only counted in
+ * fakegate_admin_requests_total. Thread: worker (completion callback). */
 void observe_complete(struct gateway *g, struct request *r, bool completed_ok);
 
 #endif

@@ -111,6 +111,15 @@ struct admit_state {
     double ovr_latency_ms; /* X-Fakegate-Latency-Ms (>= 0), or -1 for none */
 };
 
+/* What became of an answer on its TCP connection, read from the socket when the answer was
+ * queued and again at completion (http.c). */
+struct tcp_fate {
+    bool known;            /* both readings were made */
+    bool reset;            /* by completion the client's TCP had reset the connection */
+    uint64_t sent_bytes;   /* bytes of this answer written to the socket, by completion ... */
+    uint64_t acked_bytes;  /* ... and acknowledged by the client's TCP */
+};
+
 /* What observation (observe.c) records of the request, written by whichever module learns it. */
 struct observe_state {
     bool journaled;        /* a gateway request: journaled and counted in metrics */
@@ -124,8 +133,10 @@ struct observe_state {
     bool straddled_reset;  /* a reset overtook it: answered 500, not executed, not counted */
     bool fault_acted;      /* its planned fault changed what it was sent (answer.c) */
     int64_t sent_ns;       /* monotonic: the answer was handed to libmicrohttpd (http.c) */
-    bool client_gone;      /* the client had closed its side before the answer was sent
-                              (http.c) */
+    bool client_done;      /* the client had finished sending (its end-of-file, or a reset,
+                              was waiting) when its answer was handed over: it may have left or
+                              only half-closed, which only the socket tells later (http.c) */
+    struct tcp_fate tcp;   /* what the socket said of the answer at completion (http.c) */
     struct report_mark report; /* its steps through the report (report.c) */
     bool judged;           /* judged by the report (observe_sent, else at completion) */
     bool counted;          /* counted in the metrics (the same, but a hang at completion) */
