@@ -190,7 +190,8 @@ let serial = 0;
 /**
  * Run one library's cases against a fresh fakegate. lib = {name, version,
  * default: adapter, configured: adapter, expect: {default: {scenario: want}, configured: {...}},
- * skip: {mode: [scenario]}, extra: [{name, run(gate, ctx) -> {observation, client, problems}}]}.
+ * skip: {mode: [scenario]}, variants: [{label, scenario, adapter, want, note, windowMs}] (another setup
+ * in one scenario), extra: [{name, run(gate) -> {observation, client, problems, text}}]}.
  * An adapter is async (req, ctx) -> outcome string ("200", "503", "ECONNRESET", ...) where
  * ctx = {signal (aborted at the scenario's window), gate}. Returns {passed, failed}.
  */
@@ -204,6 +205,7 @@ export async function runLibrary(lib) {
       cases.push(runCase(gate, lib, mode, id, sc));
     }
   }
+  for (const v of lib.variants ?? []) cases.push(runCase(gate, lib, v.label, v.scenario, SCENARIOS[v.scenario], v));
   for (const x of lib.extra ?? []) cases.push(runExtra(gate, lib, x));
   // Concurrent, each in its own tenant; printed in a fixed order once all have ended.
   for (const r of await Promise.all(cases)) {
@@ -214,23 +216,25 @@ export async function runLibrary(lib) {
   return results;
 }
 
-async function runCase(gate, lib, mode, id, sc) {
-  const tenant = gate.tenant(`test_sk_${lib.slug}_${mode}_${id}`);
+async function runCase(gate, lib, mode, id, sc, variant) {
+  const tenant = gate.tenant(`test_sk_${lib.slug}_${variant ? "v" + ++serial : mode}_${id}`);
+  const adapter = variant ? variant.adapter : lib[mode];
   const run = randomUUID().slice(0, 8);
   await tenant.reset(sc.profile);
   const orderIds = Array.from({ length: sc.payments ?? 1 }, (_, i) => `order-${lib.slug}-${id}-${run}-${i}`);
   const ctl = new AbortController();
-  const timer = sc.windowMs ? setTimeout(() => ctl.abort(new Error("window over")), sc.windowMs) : null;
+  const windowMs = variant?.windowMs ?? sc.windowMs;
+  const timer = windowMs ? setTimeout(() => ctl.abort(new Error("window over")), windowMs) : null;
   let clients;
   try {
-    clients = await Promise.all(orderIds.map((o) => lib[mode](confirmRequest(tenant, o), { signal: ctl.signal, gate: tenant })
+    clients = await Promise.all(orderIds.map((o) => adapter(confirmRequest(tenant, o), { signal: ctl.signal, gate: tenant })
       .catch((e) => "threw " + errorName(e))));
   } finally { if (timer) clearTimeout(timer); }
-  if (sc.windowMs) await new Promise((r) => setTimeout(r, 100));   // let an aborted attempt end
+  if (windowMs) await new Promise((r) => setTimeout(r, 100));   // let an aborted attempt end
   const client = [...new Set(clients)].join("|");
   const o = await observe(tenant, orderIds);
-  const want = { ...(mode === "configured" ? CONFIGURED[id] : {}), ...(lib.expect?.[mode]?.[id] ?? {}) };
-  return emit(lib, mode, sc.title, o, client, check(o, client, want), lib.notes?.[mode]?.[id]);
+  const want = variant ? variant.want : { ...(mode === "configured" ? CONFIGURED[id] : {}), ...(lib.expect?.[mode]?.[id] ?? {}) };
+  return emit(lib, mode, sc.title, o, client, check(o, client, want), variant ? variant.note : lib.notes?.[mode]?.[id]);
 }
 
 async function runExtra(gate, lib, x) {
@@ -256,4 +260,49 @@ function emit(lib, mode, title, o, client, problems, note, text) {
 export function summary({ passed, failed }) {
   console.log(`${passed} passed, ${failed} failed`);
   process.exitCode = failed ? 1 : 0;
+}
+
+/** A correct retry loop around one attempt function (outcome -> classify): same request (so
+ *  the same Idempotency-Key), at most `attempts` tries, Retry-After waited with jitter on top,
+ *  full jitter otherwise; 4xx final. For libraries that do not retry themselves. */
+export async function retrying(attempt, { attempts = 5, signal } = {}) {
+  for (let n = 1; ; n++) {
+    const o = await attempt();
+    const c = classify(o);
+    if (!c.retry || n >= attempts || signal?.aborted) return o.error ?? String(o.status);
+    await new Promise((r) => setTimeout(r, c.afterMs ? c.afterMs + jitter(0, 500) : jitter(n)));
+  }
+}
+
+/**
+ * A circuit breaker's half-open state: open it with three failed confirms (500), wait
+ * waitMs (past its half-open delay), then fire `herd` confirms at once while fakegate holds
+ * each confirm 300 ms. fire(req) -> outcome. Counts, from the journal, how many of the herd
+ * reached fakegate while the first of them (the probe) was still being processed.
+ */
+export function halfOpenCase({ name, fire, waitMs, herd = 10, want }) {
+  return {
+    name,
+    profile: { name: "interop", routes: { confirm: { latency: { dist: "fixed", ms: 300 }, faults: [
+      { kind: "error", p: 1, status: 500, code: "FAILED_INTERNAL_SYSTEM_PROCESSING", when: "before", times: 3 }] } } },
+    run: async (gate) => {
+      const run = randomUUID().slice(0, 8);
+      for (let i = 0; i < 3; i++) await fire(confirmRequest(gate, `order-open-${run}-${i}`)).catch(() => {});
+      await new Promise((r) => setTimeout(r, waitMs));
+      const ids = Array.from({ length: herd }, (_, i) => `order-herd-${run}-${i}`);
+      const outs = await Promise.all(ids.map((o) => fire(confirmRequest(gate, o)).catch((e) => errorName(e))));
+      const arrivals = [];
+      for (const o of ids) for (const r of await gate.requests({ orderId: o })) arrivals.push(Date.parse(r.arrived_at));
+      arrivals.sort((a, b) => a - b);
+      const during = arrivals.filter((t) => t < arrivals[0] + 300).length;
+      const counts = {};
+      for (const o of outs) counts[o] = (counts[o] ?? 0) + 1;
+      const observation = { herd, reached: arrivals.length, during_probe: during, outcomes: counts };
+      const problems = [];
+      for (const [k, v] of Object.entries(want)) if (observation[k] !== v) problems.push(`${k} ${observation[k]}, expected ${v}`);
+      const text = `${herd} calls at once when half-open: ${during} reached fakegate during the probe, ` +
+        `${arrivals.length} in all; callers got ${Object.entries(counts).map(([k, v]) => `${v}x ${k}`).join(", ")}`;
+      return { observation, client: Object.keys(counts).join("|"), problems, text };
+    },
+  };
 }
