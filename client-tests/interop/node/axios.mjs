@@ -1,5 +1,5 @@
 // axios.mjs -- axios with axios-retry against fakegate (harness.mjs runs the scenarios).
-// Default: axiosRetry(instance) with no options, axios timeout 1000 ms. Configured: network
+// Default: axiosRetry(instance) with no options, axios timeout 2000 ms. Configured: network
 // errors, timeouts, 409, 429 and 5xx retried for any method, Retry-After honoured with jitter
 // on top, full jitter otherwise, shouldResetTimeout so each attempt gets its own timeout.
 import { runLibrary, summary, load, versionOf, errorName, jitter, CLIENT_TIMEOUT_MS } from "./harness.mjs";

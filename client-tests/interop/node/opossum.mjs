@@ -1,7 +1,7 @@
 // opossum.mjs -- opossum's circuit breaker against fakegate (harness.mjs runs the scenarios).
 // opossum does not retry: its default is one call per fire(), its own timeout (10 s by
-// default; 1000 ms here) rejecting the caller while the request goes on. Default: new
-// CircuitBreaker(action, {timeout: 1000}) around a fetch with no timeout of its own.
+// default; 2000 ms here) rejecting the caller while the request goes on. Default: new
+// CircuitBreaker(action, {timeout: 2000}) around a fetch with no timeout of its own.
 // Configured: a timeout of the fetch's own per call (opossum's a backstop), volumeThreshold
 // so one failure does not open it, errorFilter so a 4xx does not count, and a correct retry loop
 // (harness.retrying: same key, 5xx and timeouts, Retry-After, jitter) around fire().
