@@ -107,7 +107,7 @@ int main(int argc, char **argv)
 		curl_off_t after_s = 0;
 		if (rc == CURLE_OK)
 			curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &after_s);
-		long cap_ms = 200L << attempt;
+		long cap_ms = 500L << attempt;
 		sleep_ms(after_s > 0 ? (long)after_s * 1000 + jitter_ms(500) : jitter_ms(cap_ms < 4000 ? cap_ms : 4000));
 	}
 	if (rc == CURLE_OK)

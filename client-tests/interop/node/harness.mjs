@@ -82,8 +82,10 @@ export function retryAfterMs(value) {
   return Number.isNaN(t) ? null : Math.max(0, t - Date.now());
 }
 
-/** Full jitter on an exponential step: uniform in [0, min(cap, base * 2^n)). */
-export function jitter(n, baseMs = 200, capMs = 4000) {
+/** Full jitter on an exponential step: uniform in [0, min(cap, base * 2^n)). A base of
+ *  500 ms spreads a burst's resends over a second: narrower, a loaded machine's scheduling
+ *  stalls bunch them back into the report's 10 ms window. */
+export function jitter(n, baseMs = 500, capMs = 4000) {
   return Math.random() * Math.min(capMs, baseMs * 2 ** n);
 }
 
@@ -258,7 +260,7 @@ async function runExtra(gate, lib, x) {
 function emit(lib, mode, title, o, client, problems, note, text) {
   const ok = problems.length === 0;
   const line = `${ok ? "ok  " : "FAIL"} ${lib.name} ${lib.version} | ${mode} | ${title} | ${text ?? describe(o, client)}` +
-    (ok ? "" : `\n       ${problems.join("; ")}`);
+    (ok ? "" : ` -- ${problems.join("; ")}`);
   if (process.env.INTEROP_RESULTS) {
     appendFileSync(process.env.INTEROP_RESULTS, JSON.stringify({ library: lib.name, version: lib.version, mode, scenario: title,
       ok, observation: o, client, problems, note: note ?? null, text: text ?? describe(o, client) }) + "\n");

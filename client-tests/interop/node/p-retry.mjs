@@ -27,7 +27,7 @@ async function careful(req, ctx) {
     if (o.status >= 200 && o.status < 300) return o;
     throw new AttemptError(o);
   }, {
-    retries: 4, minTimeout: 200, maxTimeout: 4000, factor: 2, randomize: true, signal: ctx.signal,
+    retries: 4, minTimeout: 500, maxTimeout: 4000, factor: 2, randomize: true, signal: ctx.signal,
     shouldRetry: ({ error }) => error.retry === true,
     onFailedAttempt: async ({ error }) => { if (error.afterMs) await sleep(error.afterMs); },
   }));

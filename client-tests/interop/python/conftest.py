@@ -70,7 +70,8 @@ def retry_after_s(value):
         return None
 
 
-def full_jitter(n, base_s=0.2, cap_s=4.0):
+def full_jitter(n, base_s=0.5, cap_s=4.0):
+    """Uniform in [0, min(cap, base * 2^n)) (harness.mjs: jitter, and why 0.5 s)."""
     return random.uniform(0, min(cap_s, base_s * 2 ** n))
 
 
@@ -172,7 +173,7 @@ class Interop:
         ok = not problems
         line = "%s %s %s | %s | %s | %s" % ("ok  " if ok else "FAIL", self.library, self.version, mode, title, text)
         if problems:
-            line += "\n       " + "; ".join(problems)
+            line += " -- " + "; ".join(problems)
         self.node.user_properties.append(("interop_line", line))
         path = os.environ.get("INTEROP_RESULTS")
         if path:

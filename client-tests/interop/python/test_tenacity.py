@@ -51,7 +51,7 @@ class Retryable(Exception):
         self.status, self.after_s = status, after_s
 
 
-_jitter = wait_random_exponential(multiplier=0.2, max=4)
+_jitter = wait_random_exponential(multiplier=0.5, max=4)
 
 
 def wait_after_or_jitter(state):
