@@ -10,7 +10,8 @@ const rows = readFileSync(process.argv[2], "utf8").split("\n").filter(Boolean).m
 
 const ORDER = ["got", "axios-retry", "fetch-retry", "p-retry", "cockatiel", "opossum", "urllib3 Retry",
   "requests HTTPAdapter", "tenacity", "curl --retry", "libcurl"];
-const SCEN = [["response lost", "lost"], ["503 + Retry-After", "503 + Retry-After 2 s"], ["timeout", "timeout"],
+const SCEN = [["response lost", "lost"], ["503 + Retry-After: 2", "503 + Retry-After 2 s"],
+  [["503 + Retry-After: 2.5", "503 + Retry-After: -1"], "Retry-After `2.5` / `-1`"], ["timeout", "timeout"],
   ["400 on every", "persistent 400"], ["payments get 500 at once", "6 × 500 at once"]];
 
 // What the configured instance was (the programs under client-tests/interop say it in code).
@@ -47,6 +48,14 @@ function cell(r) {
   return `${what}${keys} → ${r.client}${findings}`;
 }
 
+// The odd Retry-After values: only whether and when it resent (the report does not judge them).
+function short(r) {
+  if (!r) return "—";
+  const o = r.observation;
+  if (o.arrivals === 1) return /^[0-9]/.test(r.client) ? "not resent" : `not resent (${r.client})`;
+  return `after ${o.gaps_ms[0]} ms`;
+}
+
 const libs = [...new Set(rows.map((r) => r.library))].sort((a, b) => ORDER.indexOf(a) - ORDER.indexOf(b));
 const out = [];
 out.push("| library | version | " + SCEN.map(([, h]) => h).join(" | ") + " | configured instance (settings) |");
@@ -56,13 +65,14 @@ for (const lib of libs) {
   const mine = rows.filter((r) => r.library === lib);
   if (lib === "pytest-fakegate") { extra.push(...mine.map((r) => `- ${lib}: ${r.text}${r.ok ? "" : " (FAILED)"}`)); continue; }
   const def = (s) => mine.find((r) => r.mode === "default" && r.scenario.includes(s));
+  const col = (s) => Array.isArray(s) ? s.map((x) => short(def(x))).join(" / ") : cell(def(s));
   const conf = mine.filter((r) => r.mode === "configured");
   const confBad = conf.filter((r) => !r.ok || r.observation.findings.length);
   const confText = conf.length === 0 ? "—" : (confBad.length === 0
     ? `all ${conf.length} scenarios: same key, charged once, no findings`
     : `${conf.length - confBad.length}/${conf.length} clean; ${confBad.map((r) => `${r.scenario}: ${r.observation.findings.join(", ") || r.problems.join("; ")}`).join("; ")}`);
   const version = mine[0].version;
-  out.push(`| ${lib} | ${version} | ${SCEN.map(([s]) => cell(def(s))).join(" | ")} | ${confText}. ${SETTINGS[lib] ?? ""} |`);
+  out.push(`| ${lib} | ${version} | ${SCEN.map(([s]) => col(s)).join(" | ")} | ${confText}. ${SETTINGS[lib] ?? ""} |`);
   for (const r of mine.filter((x) => x.mode !== "default" && x.mode !== "configured")) {
     extra.push(`- ${lib}, ${r.mode}, ${r.scenario}: ${r.text}${r.ok ? "" : " (FAILED)"}`);
   }

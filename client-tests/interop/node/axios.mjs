@@ -40,6 +40,8 @@ summary(await runLibrary({
     default: {
       lost: { arrivals: 2, keys: 1, charges: 1, client: "200" },     // a reset is a "network error": POST resent
       ra503: { arrivals: 1, charges: 0, client: "503" },
+      ra_frac: { arrivals: 1, client: "503" },
+      ra_neg: { arrivals: 1, client: "503" },
       timeout: { arrivals: 1, charges: 1, client: "ECONNABORTED" },
       r4xx: { arrivals: 1, client: "400" },
       burst: { everyArrivals: 1, charges: 0, client: "500" },

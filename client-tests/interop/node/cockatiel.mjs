@@ -52,6 +52,8 @@ summary(await runLibrary({
     default: {
       lost: { arrivals: 2, keys: 1, charges: 1, client: "200", maxGapMs: 1000 },   // at once: ConstantBackoff(0)
       ra503: { arrivals: 2, charges: 1, client: "200", findings: ["early_retry"] },
+      ra_frac: { arrivals: 2, client: "200", maxGapMs: 1000 },
+      ra_neg: { arrivals: 2, client: "200", maxGapMs: 1000 },
       timeout: { arrivals: 2, keys: 1, charges: 1, client: "200" },
       r4xx: { hasFinding: "retried_4xx" },                                          // no maxAttempts: until stopped
       burst: { everyArrivals: 2, charges: 6, client: "200", gapsWithin: [0, 1000] },   // at once: no backoff, no jitter

@@ -38,6 +38,8 @@ summary(await runLibrary({
     default: {
       lost: { arrivals: 1, charges: 1, client: "curl-56" },                   // a reset is not "transient"
       ra503: { arrivals: 2, keys: 1, charges: 1, client: "200", findings: [] }, // waits Retry-After
+      ra_frac: { arrivals: 2, client: "200", minGapMs: 1950, maxGapMs: 2400 },   // "2.5" read as 2 s
+      ra_neg: { arrivals: 2, client: "200", minGapMs: 950, maxGapMs: 1400 },     // "-1" ignored: its 1 s backoff
       timeout: { arrivals: 2, keys: 1, charges: 1, client: "200" },           // a timeout is transient: POST resent
       r4xx: { arrivals: 1, client: "400" },
       // Exactly 1 s after each failure: no jitter. (Whether the report sees the resends bunched

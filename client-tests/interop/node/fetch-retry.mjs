@@ -34,7 +34,9 @@ summary(await runLibrary({
   expect: {
     default: {
       lost: { arrivals: 2, keys: 1, charges: 1, client: "200", minGapMs: 950 },   // any rejection is retried, 1 s later
-      ra503: { arrivals: 1, charges: 0, client: "503" },                          // retryOn [] : statuses never
+      ra503: { arrivals: 1, charges: 0, client: "503" },
+      ra_frac: { arrivals: 1, client: "503" },
+      ra_neg: { arrivals: 1, client: "503" },                          // retryOn [] : statuses never
       // Retried 1 s later with the same init, whose timeout signal has fired: every resend fails
       // before it is sent.
       timeout: { arrivals: 1, charges: 1, client: "TimeoutError" },

@@ -46,6 +46,16 @@ export const SCENARIOS = {
     profile: fault({ kind: "error", p: 1, status: 503, code: "SERVICE_UNAVAILABLE", when: "before",
       retry_after: { format: "seconds", value: RETRY_AFTER_S }, attempts: [1] }),
   },
+  ra_frac: {
+    title: "503 + Retry-After: 2.5",
+    profile: fault({ kind: "error", p: 1, status: 503, code: "SERVICE_UNAVAILABLE", when: "before",
+      retry_after: { format: "raw", value: "2.5" }, attempts: [1] }),
+  },
+  ra_neg: {
+    title: "503 + Retry-After: -1",
+    profile: fault({ kind: "error", p: 1, status: 503, code: "SERVICE_UNAVAILABLE", when: "before",
+      retry_after: { format: "raw", value: "-1" }, attempts: [1] }),
+  },
   timeout: {
     title: `timeout (answer held ${HANG_MS} ms after commit, client ${CLIENT_TIMEOUT_MS} ms)`,
     profile: fault({ kind: "drop_response", p: 1, how: "hang", hang_ms: HANG_MS, attempts: [1] }),
@@ -168,6 +178,10 @@ function describe(o, client) {
 const CONFIGURED = {
   lost: { arrivals: 2, keys: 1, charges: 1, findings: [], client: "200" },
   ra503: { arrivals: 2, keys: 1, charges: 1, findings: [], client: "200", minGapMs: RETRY_AFTER_S * 1000 - 50 },
+  // Not valid delay-seconds (RFC 9110 §10.2.3): the report does not judge them; a correct
+  // client must not choke on them (it may wait 2.5 s, or treat the value as absent).
+  ra_frac: { arrivals: 2, keys: 1, charges: 1, findings: [], client: "200" },
+  ra_neg: { arrivals: 2, keys: 1, charges: 1, findings: [], client: "200" },
   timeout: { arrivals: 2, keys: 1, charges: 1, findings: [], client: "200" },
   r4xx: { arrivals: 1, charges: 0, findings: [], client: "400" },
   burst: { charges: BURST, findings: [], client: "200", everyArrivals: 2 },

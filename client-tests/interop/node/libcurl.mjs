@@ -33,6 +33,8 @@ summary(await runLibrary({
       // A reused connection reset before any byte of the answer: libcurl resends by itself.
       lost: { arrivals: 2, keys: 1, charges: 1, client: "200", maxGapMs: 200 },
       ra503: { arrivals: 1, charges: 0, client: "503" },
+      ra_frac: { arrivals: 1, client: "503" },
+      ra_neg: { arrivals: 1, client: "503" },
       timeout: { arrivals: 1, charges: 1, client: "curl-28" },
       r4xx: { arrivals: 1, client: "400" },
       burst: { everyArrivals: 1, charges: 0, client: "500" },

@@ -69,6 +69,8 @@ summary(await runLibrary({
     default: {
       lost: { arrivals: 1, charges: 1, client: "ECONNRESET" },     // fetch failed: no retry
       ra503: { arrivals: 1, charges: 0, client: "503" },
+      ra_frac: { arrivals: 1, client: "503" },
+      ra_neg: { arrivals: 1, client: "503" },
       timeout: { arrivals: 1, charges: 1, client: "ETIMEDOUT" },   // the fetch itself goes on
       r4xx: { arrivals: 1, client: "400" },
       burst: { everyArrivals: 1, charges: 0, client: "500" },

@@ -46,8 +46,10 @@ summary(await runLibrary({
     default: {
       lost: { arrivals: 2, keys: 1, charges: 1, client: "200", minGapMs: 950 },
       ra503: { arrivals: 2, charges: 1, client: "200", findings: ["early_retry"] },   // 1 s, not 2
+      ra_frac: { arrivals: 2, client: "200", minGapMs: 950 },
+      ra_neg: { arrivals: 2, client: "200", minGapMs: 950 },
       timeout: { arrivals: 2, keys: 1, charges: 1, client: "200" },                   // a TimeoutError is retried
-      r4xx: { arrivals: 3, hasFinding: "retried_4xx" },                               // 1 s, then 2 s: stopped at 4 s
+      r4xx: { arrivals: [2, 3], hasFinding: "retried_4xx" },                          // 1 s, then 2 s: stopped at 4 s
       // Exactly minTimeout (1 s) after each failure, randomize false: no jitter. The report's
       // synchronized_retries needs the resends within 10 ms, which a loaded machine smears.
       burst: { everyArrivals: 2, charges: 6, client: "200", gapsWithin: [950, 1400] },

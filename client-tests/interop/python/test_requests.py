@@ -72,3 +72,19 @@ def test_configured_r4xx(interop):
 
 def test_configured_burst(interop):
     interop.run("configured", "burst", sender(session(configured_retry())))
+
+
+def test_default_ra_frac(interop):
+    interop.run("default", "ra_frac", sender(session(3)), DEFAULT["ra503"])
+
+
+def test_default_ra_neg(interop):
+    interop.run("default", "ra_neg", sender(session(3)), DEFAULT["ra503"])
+
+
+def test_configured_ra_frac(interop):
+    interop.run("configured", "ra_frac", sender(session(configured_retry())))
+
+
+def test_configured_ra_neg(interop):
+    interop.run("configured", "ra_neg", sender(session(configured_retry())))

@@ -131,3 +131,19 @@ def test_configured_r4xx(interop):
 
 def test_configured_burst(interop):
     interop.run("configured", "burst", configured_sender)
+
+
+def test_default_ra_frac(interop):
+    interop.run("default", "ra_frac", default_sender(), {"arrivals": 2, "client": "200", "max_gap_ms": 1000})
+
+
+def test_default_ra_neg(interop):
+    interop.run("default", "ra_neg", default_sender(), {"arrivals": 2, "client": "200", "max_gap_ms": 1000})
+
+
+def test_configured_ra_frac(interop):
+    interop.run("configured", "ra_frac", configured_sender)
+
+
+def test_configured_ra_neg(interop):
+    interop.run("configured", "ra_neg", configured_sender)

@@ -3,13 +3,15 @@
 Default: PoolManager(timeout=2 s) and its default retries, Retry(3): POST is not in
 allowed_methods, so neither a read error nor a status is retried. Configured: allowed_methods
 None (every method), status_forcelist 409/429/5xx, Retry-After respected with up to 0.5 s of
-jitter on top, and full jitter instead of urllib3 1.26's backoff, whose first retry waits 0 s
-(and which has no backoff_jitter before 2.0).
+jitter on top (and parsed leniently: 1.26 raises InvalidHeader on "2.5" or "-1"), and full
+jitter instead of urllib3 1.26's backoff, whose first retry waits 0 s (and which has no
+backoff_jitter before 2.0).
 """
 import random
 import time
 
 import urllib3
+from urllib3.exceptions import InvalidHeader
 from urllib3.util.retry import Retry
 
 from conftest import CLIENT_TIMEOUT_S, full_jitter
@@ -19,6 +21,17 @@ VERSION = urllib3.__version__
 
 
 class JitterRetry(Retry):
+    def parse_retry_after(self, retry_after):
+        # urllib3 1.26 raises InvalidHeader for anything but digits or an HTTP-date ("2.5",
+        # "-1"), and the request fails with it: take a number as seconds, else no value.
+        try:
+            return super().parse_retry_after(retry_after)
+        except InvalidHeader:
+            try:
+                return max(0.0, float(retry_after))
+            except ValueError:
+                return None
+
     def get_backoff_time(self):
         return full_jitter(len(self.history))
 
@@ -98,3 +111,25 @@ def test_configured_without_jitter_burst(interop):
     # is resent at once after its failure.
     interop.run("configured, plain Retry (no jitter)", "burst", sender(pool(configured_retry(Retry))),
                 {"every_arrivals": 2, "charges": 6, "client": "200", "gaps_within": (0, 500), "findings": None})
+
+
+def test_default_ra_frac(interop):
+    interop.run("default", "ra_frac", sender(pool()), DEFAULT["ra503"])
+
+
+def test_default_ra_neg(interop):
+    interop.run("default", "ra_neg", sender(pool()), DEFAULT["ra503"])
+
+
+def test_configured_ra_frac(interop):
+    interop.run("configured", "ra_frac", sender(pool(configured_retry())))
+
+
+def test_configured_ra_neg(interop):
+    interop.run("configured", "ra_neg", sender(pool(configured_retry())))
+
+
+def test_configured_without_lenient_parse_ra_frac(interop):
+    # Retry itself, status_forcelist and respect_retry_after_header: "2.5" is InvalidHeader.
+    interop.run("configured, plain Retry", "ra_frac", sender(pool(configured_retry(Retry))),
+                {"arrivals": 1, "client": "InvalidHeader", "findings": None})
