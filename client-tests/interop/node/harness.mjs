@@ -256,7 +256,6 @@ async function runCase(gate, lib, mode, id, sc, variant) {
     clients = await Promise.all(orderIds.map((o) => adapter(confirmRequest(tenant, o), { signal: ctl.signal, gate: tenant })
       .catch((e) => "threw " + errorName(e))));
   } finally { if (timer) clearTimeout(timer); }
-  if (windowMs) await new Promise((r) => setTimeout(r, 100));   // let an aborted attempt end
   const client = [...new Set(clients)].join("|");
   const o = await observe(tenant, orderIds);
   const want = variant ? variant.want : { ...(mode === "configured" ? CONFIGURED[id] : {}), ...(lib.expect?.[mode]?.[id] ?? {}) };
