@@ -16,6 +16,9 @@
 #                         under a lossy profile with resets, the ledger checked (not in make test)
 #   make crash-test       SIGKILL fakegate 20 times mid-load, restart it on its --state-file,
 #                         compare the ledger with every answer (not in make test; a small form is)
+#   make interop          got, axios-retry, fetch-retry, p-retry, cockatiel, opossum, urllib3,
+#                         requests, tenacity, curl --retry and libcurl against fakegate
+#                         (client-tests/interop); one line per case, "N passed, M failed"
 #   make fuzz [SECONDS=60]  each libFuzzer harness (server/tests/fuzz) for SECONDS seconds, with
 #                         clang under ASan + UBSan (build/fuzz); fails on any finding
 #   make install          install the binary and the shipped profiles (PREFIX=/usr/local,
@@ -84,6 +87,9 @@ help:
 DEPS_SET  := server
 ifneq ($(filter test experiments build/tests/% build/client-tests/% build/san/%,$(MAKECMDGOALS)),)
 DEPS_SET  := test
+endif
+ifneq ($(filter interop,$(MAKECMDGOALS)),)
+DEPS_SET  := interop
 endif
 deps:
 	@scripts/install-deps $(DEPS_SET)
@@ -223,6 +229,26 @@ $(CRASH_BIN): $(CRASH_OBJ) $(CT_LIB_OBJ)
 .PHONY: crash-test
 crash-test: deps $(BUILD)/fakegate $(CRASH_BIN)
 	FAKEGATE_BIN=$(abspath $(BUILD)/fakegate) $(CRASH_BIN) $(CRASH_ARGS)
+
+# ---- interop suite (issue 23; docs/interop.md): `make interop` -----------------------------------
+# Each program under client-tests/interop drives one client library against a fresh fakegate
+# on port 0 -- the Node ones (versions pinned in client-tests/interop/node/package-lock.json,
+# `npm ci` into build/interop/node) through clients/node, curl's CLI and libcurl (the small C
+# program below) from Node, the Python ones (Debian's packages) through the pytest plugin
+# clients/python (pip-installed offline into build/interop/venv) -- in five scenarios (a lost
+# response, 503 + Retry-After, a timeout, a persistent 400, a burst of 500s), its defaults and
+# a configured instance, judged by fakegate's journal, ledger and report. Prints one line per
+# case and "N passed, M failed"; writes build/interop/results.jsonl and table.md (the README's
+# "Tested with" table). scripts/install-deps interop installs what it misses.
+INTEROP_BIN := $(BUILD)/interop/libcurl-confirm
+$(INTEROP_BIN): $(BUILD)/obj/client-tests/interop/libcurl_confirm.o
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS_CURL)
+
+.PHONY: interop
+interop: deps $(BUILD)/fakegate $(INTEROP_BIN)
+	@FAKEGATE_BIN=$(abspath $(BUILD)/fakegate) LIBCURL_CONFIRM=$(abspath $(INTEROP_BIN)) \
+	  INTEROP_DIR=$(abspath $(BUILD)/interop) client-tests/interop/run
 
 # ---- built-in profiles, make install / make uninstall ------------------------------------------
 # profiles/*.json are compiled into the binary (server/src/profile_builtin.c includes the rows
