@@ -17,7 +17,8 @@
 #   make crash-test       SIGKILL fakegate 20 times mid-load, restart it on its --state-file,
 #                         compare the ledger with every answer (not in make test; a small form is)
 #   make interop          got, axios-retry, fetch-retry, p-retry, cockatiel, opossum, urllib3,
-#                         requests, tenacity, curl --retry and libcurl against fakegate
+#                         requests, tenacity, curl --retry, libcurl and the Toss SDK
+#                         toss-payments-server-api against fakegate
 #                         (client-tests/interop); one line per case, "N passed, M failed"
 #   make fuzz [SECONDS=60]  each libFuzzer harness (server/tests/fuzz) for SECONDS seconds, with
 #                         clang under ASan + UBSan (build/fuzz); fails on any finding
