@@ -56,6 +56,11 @@ START_TEST(test_reads_and_cancel_carry_their_key)
     ck_assert_int_eq(m.kind, RK_CANCEL);
     ck_assert_int_eq(m.route, ROUTE_CANCEL);
     assert_param(&m, "pk_9");
+    /* Toss's older approve path: a confirm with the paymentKey in its path */
+    ck_assert_int_eq(match(HM_POST, "/v1/payments/pk_7", &m), ROUTE_FOUND);
+    ck_assert_int_eq(m.kind, RK_CONFIRM);
+    ck_assert_int_eq(m.route, ROUTE_CONFIRM);
+    assert_param(&m, "pk_7");
     ck_assert_int_eq(match(HM_GET, "/v1/transactions", &m), ROUTE_FOUND);
     ck_assert_int_eq(m.kind, RK_TRANSACTIONS);
     ck_assert_int_eq(m.route, ROUTE_READ);
@@ -136,8 +141,8 @@ START_TEST(test_wrong_method_gets_405_with_the_paths_methods)
         enum http_method m;
         const char *path, *allow;
     } cases[] = {{HM_PUT, "/v1/payments/confirm", "GET, POST"},
-                 {HM_DELETE, "/v1/payments/pk_1", "GET"},
-                 {HM_POST, "/v1/payments/pk_1", "GET"},
+                 /* GET reads it; POST is Toss's older approve path (docs/api.md §2.1) */
+                 {HM_DELETE, "/v1/payments/pk_1", "GET, POST"},
                  {HM_GET, "/v1/payments/pk_1/cancel", "POST"},
                  {HM_POST, "/v1/payments/orders/o-123456", "GET"},
                  /* under orders/ a path is an order read only, not a cancel of "orders" */
