@@ -135,6 +135,10 @@ static int idem_sweep_locked(struct gateway *g, struct store *s, struct request 
     return 0;
 }
 
+/* Attempt counters freed per shard-lock section (16 shards a batch): the counters have locks
+ * of their own, so a batch holds up only the requests whose identity hashes to that shard. */
+#define ATTEMPTS_SWEEP_BATCH 1024
+
 size_t gateway_sweep_expired(struct gateway *g)
 {
     size_t n = 0;
@@ -143,6 +147,9 @@ size_t gateway_sweep_expired(struct gateway *g)
         bool more = true;
         for (int i = 0; i < IDEM_SWEEP_BATCHES && more; i++)
             gateway_tenant_txn(g, t, idem_sweep_locked, &more);
+        more = true;
+        for (int i = 0; i < IDEM_SWEEP_BATCHES && more; i++)
+            store_attempts_sweep(&t->store, gateway_now_us(g), ATTEMPTS_SWEEP_BATCH, &more);
     }
     return n;
 }

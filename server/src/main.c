@@ -64,7 +64,7 @@ static const struct opt opts[O_COUNT] = {
     [O_MAX_CONNECTIONS] = {"max-connections", "N", true, "connections open at once, 1-1048576 (default: the open-files limit minus 64); beyond it new connections wait in the listen backlog until one closes"},
     [O_MAX_BODY] = {"max-body", "BYTES", true, "largest request body in bytes; larger → 413 (default 65536)"},
     [O_MAX_JSON_DEPTH] = {"max-json-depth", "N", true, "how deeply a request body may nest objects and arrays, 1-2048 (default 32); deeper → 400 INVALID_REQUEST, refused before it is parsed"},
-    [O_IDEMPOTENCY_TTL] = {"idempotency-ttl", "SECONDS", true, "how long an Idempotency-Key record lives (default 1296000 = 15 days, as Toss)"},
+    [O_IDEMPOTENCY_TTL] = {"idempotency-ttl", "SECONDS", true, "how long an Idempotency-Key record lives, and an unused attempt count (default 1296000 = 15 days, as Toss)"},
     [O_MAX_IDEMPOTENCY_RECORDS] = {"max-idempotency-records", "N", true, "Idempotency-Key records one tenant keeps at once (default 1000000, about 380 MB); a new key beyond it → 503 SERVICE_UNAVAILABLE"},
     [O_MAX_PAYMENTS] = {"max-payments", "N", true, "payments one tenant's ledger keeps (default 1000000, about 940 MB); a request that would create one beyond it → 503 SERVICE_UNAVAILABLE"},
     [O_SESSION_TTL] = {"session-ttl", "SECONDS", true, "payment session lifetime (default 600, Toss's 10-minute window)"},
