@@ -462,6 +462,46 @@ START_TEST(test_key_resent_after_its_ttl_starts_again_at_attempt_1)
 }
 END_TEST
 
+/* A payment lists its first 10 keys and counts the confirms that carried others
+ * (docs/admin.md §5 GET /__admin/payments): a client that makes up a key per resend does not
+ * grow one ledger entry without bound. */
+START_TEST(test_ledger_lists_a_payments_first_10_keys_and_counts_the_rest)
+{
+    fg_server *s = start_server(NULL);
+    char key[32];
+    for (int i = 0; i < 13; i++) {
+        snprintf(key, sizeof key, "key-many-%02d", i);
+        fg_response r;
+        fg_confirm(s, "pk_many_keys", "order_many_keys", 1000, key, &r);
+        if (i == 0)
+            assert_done(&r, "pk_many_keys", "order_many_keys");
+        else
+            assert_error(&r, 400, "ALREADY_PROCESSED_PAYMENT");
+        fg_response_fini(&r);
+    }
+    fg_response r;
+    fg_confirm(s, "pk_many_keys", "order_many_keys", 1000, "key-many-12", &r); /* unlisted again */
+    fg_response_fini(&r);
+    fg_confirm(s, "pk_many_keys", "order_many_keys", 1000, "key-many-04", &r); /* listed again */
+    fg_response_fini(&r);
+    fg_confirm(s, "pk_many_keys", "order_many_keys", 1000, NULL, &r);          /* no key */
+    fg_response_fini(&r);
+    json_t *e = the_ledger_entry(s, "order_many_keys");
+    ck_assert_int_eq(json_int(e, "confirm_attempts"), 16);
+    const json_t *keys = json_object_get(e, "idempotency_keys");
+    ck_assert(json_is_array(keys));
+    ck_assert_uint_eq(json_array_size(keys), 10);
+    for (size_t i = 0; i < 10; i++) {
+        snprintf(key, sizeof key, "key-many-%02zu", i);
+        ck_assert_str_eq(json_string_value(json_array_get(keys, i)), key);
+    }
+    ck_assert_int_eq(json_int(e, "idempotency_keys_unlisted"), 4); /* 10, 11, 12 and 12 again */
+    ck_assert_int_eq(json_int(e, "charges"), 1);
+    json_decref(e);
+    stop_server(s);
+}
+END_TEST
+
 /* ---- Idempotency-Key bytes ----------------------------------------------------------------- */
 
 #define KEYBODY(n) "{\"paymentKey\":\"pk_keybytes_" n "\",\"orderId\":\"order_keybytes_" n "\",\"amount\":1000}"
@@ -575,6 +615,7 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_idempotency_records_fall_back_to_zero_after_the_ttl_without_traffic);
     tcase_add_test(tc, test_clock_advance_past_the_ttl_frees_the_records_at_once);
     tcase_add_test(tc, test_key_resent_after_its_ttl_starts_again_at_attempt_1);
+    tcase_add_test(tc, test_ledger_lists_a_payments_first_10_keys_and_counts_the_rest);
     tcase_add_test(tc, test_replay_of_business_error_is_byte_identical);
 
     tc = add_tcase(su, "wire_limits", 30);

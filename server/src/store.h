@@ -118,8 +118,9 @@ bool store_expire_va(struct store *s, struct payment *p, int64_t now_us);
  * (business time, µs; still WAITING_FOR_DEPOSIT; borrowed), or NULL. Store lock held. */
 struct payment *store_next_due(struct store *s, int64_t now_us);
 /* A confirm of p arrived: count it (confirm_attempts) and remember its Idempotency-Key
- * `idem_key` (NULL: none) among p's (GET /__admin/payments). 0, or -1 on out of memory (the
- * count made, the key not kept). */
+ * `idem_key` (NULL: none) among p's first LEDGER_MAX_IDEM_KEYS, or count it as unlisted
+ * (ledger_note_idem_key; GET /__admin/payments). 0, or -1 on out of memory (the count made,
+ * the key not kept). */
 int store_note_confirm(struct store *s, struct payment *p, const char *idem_key);
 /* Mark p, just created, as a registered session (POST /__admin/sessions) with `order_name`
  * (copied; NULL: none). 0, or -1 on out of memory (p registered, without its name). */
