@@ -34,6 +34,11 @@
  * (closed: libcurl often resends on its own), 2 % of cancels 503 before processing with
  * Retry-After. So the report sees failure events, some never resent.
  *
+ * The load is paced (sk_config.rate, 2500 requests/s by default, well within what fakegate
+ * answers on 2 shared cores): what a TTL bounds is then about the same from one TTL to the
+ * next, so the RSS measures what is kept, not how fast the machine happened to be (unpaced,
+ * the records held followed the machine's load, and the RSS the highest of them).
+ *
  * The measurement: VmRSS every sample_s seconds from the start of the load; the sample at the
  * end of the warm-up (warmup_ttls TTLs: by then the first records have expired and been swept
  * for a whole TTL) is the base, and every later sample must be within max_growth of it. */
@@ -73,7 +78,8 @@ static const int op_weights[SK_RESEND_AFTER_FAILURE] = {120, 200, 100, 60, 120, 
 void sk_config_default(sk_config *c)
 {
     *c = (sk_config){.seconds = 600, .ttl_s = 30, .warmup_ttls = 2, .sample_s = 10,
-                     .threads = 4, .payments = 1000, .max_growth = 0.10, .seed = 42};
+                     .threads = 4, .payments = 1000, .rate = 2500, .max_growth = 0.10,
+                     .seed = 42};
 }
 
 void sk_server_args(const sk_config *c, char store[2][24], const char *argv[10])
@@ -223,11 +229,29 @@ static void one_op(struct worker *w)
         send_one(w, SK_RESEND_AFTER_FAILURE, method, path, is_get ? NULL : body, idem);
 }
 
+/* A thread behind its pace catches up by at most this much: after a stall the rate does not
+ * burst above the target for long. */
+#define CATCH_UP_NS (100 * INT64_C(1000000))
+
+static void sleep_until_ns(int64_t deadline_ns);
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
-    while (!atomic_load(&w->r->stop))
+    const sk_config *c = w->r->c;
+    int64_t interval_ns = c->rate > 0 ? (int64_t)c->threads * 1000000000 / c->rate : 0;
+    int64_t next_ns = fg_now_ns();
+    while (!atomic_load(&w->r->stop)) {
+        if (interval_ns > 0) { /* pacing the load, not waiting for the server */
+            int64_t now = fg_now_ns();
+            if (next_ns > now)
+                sleep_until_ns(next_ns);
+            else if (now - next_ns > CATCH_UP_NS)
+                next_ns = now - CATCH_UP_NS;
+            next_ns += interval_ns;
+        }
         one_op(w);
+    }
     return NULL;
 }
 
@@ -384,10 +408,10 @@ int sk_run(const fg_server *s, const sk_config *c, sk_result *out, FILE *progres
 
 void sk_print(FILE *f, const sk_config *c, const sk_result *r)
 {
-    fprintf(f, "soak: %d s, %d threads, %d paymentKeys, --idempotency-ttl %d --session-ttl %d, "
-               "warm-up %d s, a sample every %d s\n",
-            c->seconds, c->threads, c->payments, c->ttl_s, c->ttl_s, c->warmup_ttls * c->ttl_s,
-            c->sample_s);
+    fprintf(f, "soak: %d s, %d threads at %d requests/s in all%s, %d paymentKeys, "
+               "--idempotency-ttl %d --session-ttl %d, warm-up %d s, a sample every %d s\n",
+            c->seconds, c->threads, c->rate, c->rate ? "" : " (unpaced)", c->payments, c->ttl_s,
+            c->ttl_s, c->warmup_ttls * c->ttl_s, c->sample_s);
     fprintf(f, "requests: %ld in %.1f s (%.0f/s), %ld fresh Idempotency-Keys, ledger %ld "
                "payments\n",
             r->requests, r->wall_s, r->wall_s > 0 ? (double)r->requests / r->wall_s : 0,

@@ -22,12 +22,15 @@ typedef struct sk_config {
     int sample_s;          /* one RSS sample every sample_s seconds (default 10) */
     int threads;           /* client threads, each with one keep-alive curl handle (default 4) */
     int payments;          /* the bounded pool of paymentKeys (default 1000) */
+    int rate;              /* requests per second, all threads together (default 2500; 0: as
+                              fast as fakegate answers). A steady rate holds a steady number of
+                              TTL-bounded records, so the RSS shows leaks, not load swings */
     double max_growth;     /* allowed growth after the warm-up, a fraction (default 0.10) */
     uint64_t seed;         /* the profile's seed and the clients' (default 42) */
 } sk_config;
 
 /* 600 s, TTLs of 30 s, a warm-up of 2 TTLs, samples every 10 s, 4 threads, 1000 paymentKeys,
- * 10 % growth allowed, seed 42. */
+ * 2500 requests/s, 10 % growth allowed, seed 42. */
 void sk_config_default(sk_config *c);
 
 /* What the clients send (docs of each in soak.c's header). */

@@ -3,7 +3,8 @@
  * and the verdict. Exit 0 when the RSS stayed within the bound after the warm-up, 1 when it did
  * not (or fakegate did not exit 0 on SIGTERM afterwards), 2 when the run could not be made.
  *
- *   soak [--seconds N] [--ttl N] [--threads N] [--payments N] [--sample N] [--seed N]
+ *   soak [--seconds N] [--ttl N] [--threads N] [--payments N] [--rate N] [--sample N]
+ *        [--seed N]
  *
  * SOAK_SECONDS=N in the environment sets --seconds (default 600); it must leave at least one
  * sample after the warm-up of 2 TTLs. */
@@ -19,14 +20,15 @@
 static void usage(void)
 {
     fprintf(stderr, "usage: soak [--seconds N] [--ttl N] [--threads N] [--payments N] "
-                    "[--sample N] [--seed N]\n");
+                    "[--rate N] [--sample N] [--seed N]\n");
 }
 
+/* A whole number 0 ... 10^9 (0 means "unpaced" for --rate and is refused for the rest). */
 static bool number(const char *s, long long *out)
 {
     char *end;
     long long v = s ? strtoll(s, &end, 10) : -1;
-    if (s == NULL || *s == '\0' || *end != '\0' || v < 1 || v > 1000000000)
+    if (s == NULL || *s == '\0' || *end != '\0' || v < 0 || v > 1000000000)
         return false;
     *out = v;
     return true;
@@ -42,7 +44,7 @@ int main(int argc, char **argv)
     long long v;
     const char *env = getenv("SOAK_SECONDS");
     if (env && *env) {
-        if (!number(env, &v)) {
+        if (!number(env, &v) || v == 0) {
             fprintf(stderr, "soak: SOAK_SECONDS=%s: not a number of seconds\n", env);
             return 2;
         }
@@ -54,7 +56,7 @@ int main(int argc, char **argv)
             usage();
             return 0;
         }
-        if (!number(val, &v)) {
+        if (!number(val, &v) || (v == 0 && strcmp(a, "--rate") != 0)) {
             usage();
             return 2;
         }
@@ -67,6 +69,8 @@ int main(int argc, char **argv)
             c.threads = (int)v;
         else if (strcmp(a, "--payments") == 0)
             c.payments = (int)v;
+        else if (strcmp(a, "--rate") == 0)
+            c.rate = (int)v;
         else if (strcmp(a, "--sample") == 0)
             c.sample_s = (int)v;
         else if (strcmp(a, "--seed") == 0)
