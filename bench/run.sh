@@ -501,12 +501,12 @@ if want 4; then
 fi
 
 # --- 5. memory per stored payment ------------------------------------------------------------
+DONE_M='fakegate_payments_total{status="DONE"}' # 5 and 5b count confirms by it
 if want 5; then
     say "5. memory per payment: $PAYMENTS confirms with unique keys and Idempotency-Keys"
     # Above the default bounds (1 000 000 a tenant): this scenario stores more than that.
     start_fg mem "$T/zero.json" --max-idempotency-records $((PAYMENTS * 2)) \
         --max-payments $((PAYMENTS * 2))
-    DONE_M='fakegate_payments_total{status="DONE"}'
     wrk_run mem_warm unique_idem 50 1 5 "http://127.0.0.1:$FG_PORT/" # pools, buffers, first table sizes
     sleep 0.2
     m0=$(metric "$FG_PORT" "$DONE_M"); r0=$(proc_kb "$FG_PID" VmRSS)

@@ -144,6 +144,55 @@ START_TEST(test_report_retried_4xx_keyed)
 }
 END_TEST
 
+/* The count of finding `kind` now (0: none). */
+static long long finding_count(const fg_server *s, const char *kind)
+{
+    wait_journal_settled(s);
+    json_t *f = findings(s);
+    long long n = 0;
+    size_t i;
+    json_t *x;
+    json_array_foreach(f, i, x) if (json_is_str(x, "kind", kind)) n = json_int(x, "count");
+    json_decref(f);
+    return n;
+}
+
+/* An identity unused for --idempotency-ttl is forgotten (docs/admin.md §5 GET /__admin/report):
+ * the same 4xx request sent after the clock moved one TTL on is a first arrival, not a
+ * retried_4xx, while the orderId's history still flags its second key (new_key_resend). */
+START_TEST(test_report_forgets_an_identity_unused_for_the_ttl)
+{
+    static const char *const args[] = {"--idempotency-ttl", "60", NULL};
+    fg_server *s = start_q_args("{'name': 'instant', 'routes': {'default': {'latency': "
+                                "{'dist': 'fixed', 'ms': 0}}}}", args);
+    fg_response r;
+    confirm_fresh(s, "pk_ttl_r", "ord_ttl_r", 1000, "key-ttl-a", 0, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    wait_journal_settled(s);
+    confirm_fresh(s, "pk_ttl_r", "ord_ttl_r", 1000, "key-ttl-b", 0, &r);
+    assert_error(&r, 400, "ALREADY_PROCESSED_PAYMENT");
+    fg_response_fini(&r);
+    ck_assert_int_eq(finding_count(s, "new_key_resend"), 1);
+    admin_call(s, "POST", "/__admin/clock", "{\"advance_s\": 60}", NULL, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    /* key-ttl-b's record and identity are gone: run again, judged as a first arrival. */
+    confirm_fresh(s, "pk_ttl_r", "ord_ttl_r", 1000, "key-ttl-b", 0, &r);
+    assert_error(&r, 400, "ALREADY_PROCESSED_PAYMENT");
+    fg_response_fini(&r);
+    ck_assert_int_eq(finding_count(s, "retried_4xx"), 0);
+    ck_assert_int_eq(finding_count(s, "new_key_resend"), 2);
+    /* Inside the TTL the same resend is a retry again. */
+    confirm_fresh(s, "pk_ttl_r", "ord_ttl_r", 1000, "key-ttl-b", 0, &r);
+    assert_error(&r, 400, "ALREADY_PROCESSED_PAYMENT");
+    fg_response_fini(&r);
+    ck_assert_int_eq(finding_count(s, "retried_4xx"), 1);
+    ck_assert_int_eq(finding_count(s, "new_key_resend"), 3);
+    stop_server(s);
+}
+END_TEST
+
 START_TEST(test_report_early_retry)
 {
     /* Brief's shape: a bucket of 1 token refilled at 1/s, Retry-After: 1; the throttled confirm
@@ -598,6 +647,7 @@ Suite *make_suite(void)
     TCase *tc = add_tcase(su, "report", 30);
     tcase_add_test(tc, test_report_retried_4xx);
     tcase_add_test(tc, test_report_retried_4xx_keyed);
+    tcase_add_test(tc, test_report_forgets_an_identity_unused_for_the_ttl);
     tcase_add_test(tc, test_report_early_retry);
     tcase_add_test(tc, test_report_new_key_resend);
     tcase_add_test(tc, test_report_key_reuse);

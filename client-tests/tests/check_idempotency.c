@@ -423,6 +423,85 @@ START_TEST(test_clock_advance_past_the_ttl_frees_the_records_at_once)
 }
 END_TEST
 
+/* An attempt count idle for the TTL is forgotten with the key's record (docs/profiles.md §4
+ * "attempts"): the key resent after the clock moved one TTL on is attempt 1 again, and a fault
+ * scripted for attempt 1 fires again, while resends inside the TTL count on. */
+START_TEST(test_key_resent_after_its_ttl_starts_again_at_attempt_1)
+{
+    static const char *const args[] = {"--idempotency-ttl", "60", NULL};
+    fg_server *s = start_q_args(
+        "{'name': 'first-attempt-fails', 'routes': {'confirm': {'faults': [{'kind': 'error', "
+        "'p': 1, 'code': 'FAILED_INTERNAL_SYSTEM_PROCESSING', 'when': 'before', "
+        "'attempts': [1]}]}, 'default': {'latency': {'dist': 'fixed', 'ms': 0}}}}",
+        args);
+    static const long want_status[] = {500, 200, 200, 500, 400};
+    static const int want_attempt[] = {1, 2, 3, 1, 2};
+    for (int i = 0; i < 5; i++) {
+        if (i == 3) { /* the record (made by the second) and the count (used by the third) expire */
+            fg_response c;
+            admin_call(s, "POST", "/__admin/clock", "{\"advance_s\": 60}", NULL, &c);
+            assert_status(&c, 200);
+            fg_response_fini(&c);
+            ck_assert(metric1(s, "fakegate_idempotency_records", NULL, NULL) == 0);
+        }
+        fg_response r;
+        confirm_fresh(s, "pk_attempt_ttl", "order_attempt_ttl", 1000, "key-attempt-ttl", 0, &r);
+        assert_status(&r, want_status[i]);
+        if (i == 4)
+            assert_error(&r, 400, "ALREADY_PROCESSED_PAYMENT"); /* run again, not replayed */
+        fg_response_fini(&r);
+    }
+    json_t *j = journal(s, 0);
+    ck_assert_uint_eq(json_array_size(j), 5);
+    for (size_t i = 0; i < 5; i++)
+        ck_assert_msg(json_int(json_array_get(j, i), "attempt") == want_attempt[i],
+                      "request %zu: attempt %lld, want %d", i + 1,
+                      json_int(json_array_get(j, i), "attempt"), want_attempt[i]);
+    json_decref(j);
+    stop_server(s);
+}
+END_TEST
+
+/* A payment lists its first 10 keys and counts the confirms that carried others
+ * (docs/admin.md §5 GET /__admin/payments): a client that makes up a key per resend does not
+ * grow one ledger entry without bound. */
+START_TEST(test_ledger_lists_a_payments_first_10_keys_and_counts_the_rest)
+{
+    fg_server *s = start_server(NULL);
+    char key[32];
+    for (int i = 0; i < 13; i++) {
+        snprintf(key, sizeof key, "key-many-%02d", i);
+        fg_response r;
+        fg_confirm(s, "pk_many_keys", "order_many_keys", 1000, key, &r);
+        if (i == 0)
+            assert_done(&r, "pk_many_keys", "order_many_keys");
+        else
+            assert_error(&r, 400, "ALREADY_PROCESSED_PAYMENT");
+        fg_response_fini(&r);
+    }
+    fg_response r;
+    fg_confirm(s, "pk_many_keys", "order_many_keys", 1000, "key-many-12", &r); /* unlisted again */
+    fg_response_fini(&r);
+    fg_confirm(s, "pk_many_keys", "order_many_keys", 1000, "key-many-04", &r); /* listed again */
+    fg_response_fini(&r);
+    fg_confirm(s, "pk_many_keys", "order_many_keys", 1000, NULL, &r);          /* no key */
+    fg_response_fini(&r);
+    json_t *e = the_ledger_entry(s, "order_many_keys");
+    ck_assert_int_eq(json_int(e, "confirm_attempts"), 16);
+    const json_t *keys = json_object_get(e, "idempotency_keys");
+    ck_assert(json_is_array(keys));
+    ck_assert_uint_eq(json_array_size(keys), 10);
+    for (size_t i = 0; i < 10; i++) {
+        snprintf(key, sizeof key, "key-many-%02zu", i);
+        ck_assert_str_eq(json_string_value(json_array_get(keys, i)), key);
+    }
+    ck_assert_int_eq(json_int(e, "idempotency_keys_unlisted"), 4); /* 10, 11, 12 and 12 again */
+    ck_assert_int_eq(json_int(e, "charges"), 1);
+    json_decref(e);
+    stop_server(s);
+}
+END_TEST
+
 /* ---- Idempotency-Key bytes ----------------------------------------------------------------- */
 
 #define KEYBODY(n) "{\"paymentKey\":\"pk_keybytes_" n "\",\"orderId\":\"order_keybytes_" n "\",\"amount\":1000}"
@@ -535,6 +614,8 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_idempotency_ttl_expiry_runs_again);
     tcase_add_test(tc, test_idempotency_records_fall_back_to_zero_after_the_ttl_without_traffic);
     tcase_add_test(tc, test_clock_advance_past_the_ttl_frees_the_records_at_once);
+    tcase_add_test(tc, test_key_resent_after_its_ttl_starts_again_at_attempt_1);
+    tcase_add_test(tc, test_ledger_lists_a_payments_first_10_keys_and_counts_the_rest);
     tcase_add_test(tc, test_replay_of_business_error_is_byte_identical);
 
     tc = add_tcase(su, "wire_limits", 30);

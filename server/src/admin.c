@@ -111,7 +111,9 @@ static void admin_entry(struct buf *b, const struct store *s, const char *mid,
             buf_addc(b, ',');
         buf_add_json_strz(b, p->idem_keys[i]);
     }
-    buf_adds(b, "],\"charges\":");
+    buf_adds(b, "],\"idempotency_keys_unlisted\":");
+    buf_add_i64(b, p->idem_keys_unlisted);
+    buf_adds(b, ",\"charges\":");
     buf_add_i64(b, p->charges);
     buf_adds(b, ",\"tenant\":");
     const char *key = tenant_key(s->owner);

@@ -42,7 +42,8 @@ int gateway_init(struct gateway *g, const struct config *cfg, profile_resolver r
     size_t max_ids = cfg->report_max_identities ? cfg->report_max_identities
                                                 : REPORT_MAX_IDENTITIES_DEFAULT;
     if (journal_init(&g->journal, cfg->journal_size ? cfg->journal_size : JOURNAL_SIZE_DEFAULT) != 0 ||
-        report_init(&g->report, max_ids, g->started_unix_us, 1) != 0 ||
+        report_init(&g->report, max_ids, g->started_unix_us, 1,
+                    cfg->idempotency_ttl_s * 1000000) != 0 ||
         !(g->timeline = timeline_new()) || gateway_tenants_init(g) != 0) {
         profile_free(profile);
         return -1;
@@ -135,6 +136,22 @@ static int idem_sweep_locked(struct gateway *g, struct store *s, struct request 
     return 0;
 }
 
+/* Attempt counters freed per shard-lock section (16 shards a batch): the counters have locks
+ * of their own, so a batch holds up only the requests whose identity hashes to that shard. */
+#define ATTEMPTS_SWEEP_BATCH 1024
+
+/* Report identities forgotten per report-lock section (report_sweep): the report's lock is
+ * taken by every request's judging, so a batch is short. */
+#define REPORT_SWEEP_BATCH 4096
+
+/* Forget the identities of report rp idle for the TTL, in batches. */
+static void sweep_report(struct gateway *g, struct report *rp)
+{
+    bool more = true;
+    for (int i = 0; i < IDEM_SWEEP_BATCHES && more; i++)
+        report_sweep(rp, gateway_now_us(g), REPORT_SWEEP_BATCH, &more);
+}
+
 size_t gateway_sweep_expired(struct gateway *g)
 {
     size_t n = 0;
@@ -143,7 +160,12 @@ size_t gateway_sweep_expired(struct gateway *g)
         bool more = true;
         for (int i = 0; i < IDEM_SWEEP_BATCHES && more; i++)
             gateway_tenant_txn(g, t, idem_sweep_locked, &more);
+        more = true;
+        for (int i = 0; i < IDEM_SWEEP_BATCHES && more; i++)
+            store_attempts_sweep(&t->store, gateway_now_us(g), ATTEMPTS_SWEEP_BATCH, &more);
+        sweep_report(g, &t->report);
     }
+    sweep_report(g, &g->report);
     return n;
 }
 

@@ -264,8 +264,11 @@ void gateway_clock_advance(struct gateway *g, int64_t us);
  * creation order, each with its EXPIRED event; a session a confirm holds is looked at again on
  * the next sweep. Amortised O(1) per payment. Then free the idempotency records whose
  * --idempotency-ttl is over (docs/idempotency.md §3), oldest first, in batches under the store
- * lock so no request waits long behind it. Returns how many sessions expired. Thread: any (not
- * under the store lock); the webhook dispatcher calls it once a second. */
+ * lock so no request waits long behind it, the attempt counters idle for that TTL
+ * (docs/profiles.md §4 "attempts"), in batches under their own locks, and the report
+ * identities idle for it (docs/admin.md §5 GET /__admin/report), in batches under each
+ * report's lock. Returns how many sessions expired. Thread: any (not under the store lock); the webhook dispatcher calls it once a
+ * second. */
 size_t gateway_sweep_expired(struct gateway *g);
 
 /* The idempotency records every tenant holds now (fakegate_idempotency_records). Takes the

@@ -348,6 +348,11 @@ int ledger_note_idem_key(struct payment *p, const char *idem_key)
     for (uint32_t i = 0; i < p->n_idem_keys; i++)
         if (strcmp(p->idem_keys[i], idem_key) == 0)
             return 0;
+    if (p->n_idem_keys == LEDGER_MAX_IDEM_KEYS) {
+        if (p->idem_keys_unlisted < UINT32_MAX)
+            p->idem_keys_unlisted++;
+        return 0;
+    }
     char **n = realloc(p->idem_keys, (p->n_idem_keys + 1) * sizeof *n);
     if (!n)
         return -1;

@@ -77,9 +77,12 @@ struct payment {
     uint32_t n_events;       /* status changes announced after the creation (store.c) */
     uint32_t n_cancels;
     struct payment_cancel *cancels; /* owned, n_cancels entries in commit order */
-    uint32_t n_idem_keys;
+    uint32_t n_idem_keys;    /* at most LEDGER_MAX_IDEM_KEYS */
+    uint32_t idem_keys_unlisted; /* confirms whose key was not among idem_keys, once it was full
+                                    (saturates at UINT32_MAX) */
     uint32_t approve_tx;     /* the approval's row in ledger.txs, once charges > 0 */
-    char **idem_keys;        /* owned: distinct Idempotency-Keys seen on this payment's confirms */
+    char **idem_keys;        /* owned: the first distinct Idempotency-Keys seen on this
+                                payment's confirms, in order of arrival */
     struct payment_va *va;   /* owned: a virtual account's fields, or NULL for a card payment */
 };
 
@@ -190,7 +193,14 @@ long ledger_find_tx(const struct ledger *l, const char *tx_key);
 /* When row `tx` was committed: its approval's, cancel's or deposit event's time (µs). */
 int64_t ledger_tx_at_us(const struct ledger_tx *tx);
 
-/* Remember that `idem_key` was used on a confirm of `p` (deduplicated). 0 or -1 (OOM). */
+/* The Idempotency-Keys a payment lists (GET /__admin/payments `idempotency_keys`, docs/admin.md
+ * §5): a client that makes up a key per attempt must not grow one payment without bound. */
+#define LEDGER_MAX_IDEM_KEYS 10
+
+/* Remember that `idem_key` was used on a confirm of `p`: added to p->idem_keys if new and the
+ * list holds fewer than LEDGER_MAX_IDEM_KEYS, else (not in the full list) counted in
+ * p->idem_keys_unlisted. O(LEDGER_MAX_IDEM_KEYS). 0, or -1 on out of memory (neither kept nor
+ * counted). */
 int ledger_note_idem_key(struct payment *p, const char *idem_key);
 
 /* Transaction key of an approval (cancel_index < 0), of cancel `cancel_index`, or of deposit

@@ -172,18 +172,35 @@ void live_plan(struct live *cur, enum route_id route, uint32_t attempt, struct r
     fault_decide(b.rp, attempt, rng, take_budget, &b, out);
 }
 
-void attempts_init(struct attempts *a)
+/* An entry: the counter, its place on the shard's list, then the key bytes
+ * ("route\0identity"). */
+struct attempt_entry {
+    struct attempt_entry *older, *newer;
+    int64_t used_us;                 /* its last request (gateway clock) */
+    uint32_t count;
+    uint32_t key_len;
+    char key[];
+};
+
+void attempts_init(struct attempts *a, int64_t ttl_us)
 {
+    a->ttl_us = ttl_us;
     for (int i = 0; i < ATTEMPTS_SHARDS; i++) {
         pthread_mutex_init(&a->shard[i].lock, NULL);
         strmap_init(&a->shard[i].map);
+        a->shard[i].oldest = a->shard[i].newest = NULL;
     }
+}
+
+static void free_entry(void *e)
+{
+    free(e);
 }
 
 void attempts_fini(struct attempts *a)
 {
     for (int i = 0; i < ATTEMPTS_SHARDS; i++) {
-        strmap_each(&a->shard[i].map, free);
+        strmap_each(&a->shard[i].map, free_entry);
         strmap_fini(&a->shard[i].map);
         pthread_mutex_destroy(&a->shard[i].lock);
     }
@@ -194,30 +211,57 @@ void attempts_reset(struct attempts *a)
     for (int i = 0; i < ATTEMPTS_SHARDS; i++) {
         struct attempts_shard *sh = &a->shard[i];
         pthread_mutex_lock(&sh->lock);
-        strmap_each(&sh->map, free);
+        strmap_each(&sh->map, free_entry);
         strmap_clear(&sh->map);
+        sh->oldest = sh->newest = NULL;
         pthread_mutex_unlock(&sh->lock);
     }
 }
 
-/* An entry: the counter, then the key bytes ("route\0identity"). */
-struct attempt_entry {
-    uint32_t count;
-    size_t key_len;
-    char key[];
-};
+static void unlink_entry(struct attempts_shard *sh, struct attempt_entry *e)
+{
+    if (e->older)
+        e->older->newer = e->newer;
+    else
+        sh->oldest = e->newer;
+    if (e->newer)
+        e->newer->older = e->older;
+    else
+        sh->newest = e->older;
+    e->older = e->newer = NULL;
+}
 
-uint32_t attempts_next(struct attempts *a, enum route_id route, const char *identity)
+static void append_entry(struct attempts_shard *sh, struct attempt_entry *e)
+{
+    e->newer = NULL;
+    e->older = sh->newest;
+    if (sh->newest)
+        sh->newest->newer = e;
+    else
+        sh->oldest = e;
+    sh->newest = e;
+}
+
+static bool idle(const struct attempts *a, const struct attempt_entry *e, int64_t now_us)
+{
+    return a->ttl_us > 0 && now_us - e->used_us >= a->ttl_us;
+}
+
+uint32_t attempts_next(struct attempts *a, enum route_id route, const char *identity,
+                       int64_t now_us)
 {
     size_t il = strlen(identity);
     size_t kl = 2 + il;
+    if (kl > UINT32_MAX)
+        return 1;
     /* The entry is built before the lookup, so a first attempt (the usual case) costs one
      * probe walk; a repeat frees it again. */
     struct attempt_entry *e = malloc(sizeof *e + kl);
     if (!e)
         return 1;
     e->count = 1;
-    e->key_len = kl;
+    e->used_us = now_us;
+    e->key_len = (uint32_t)kl;
     e->key[0] = (char)('0' + route);
     e->key[1] = '\0';
     memcpy(e->key + 2, identity, il);
@@ -226,9 +270,59 @@ uint32_t attempts_next(struct attempts *a, enum route_id route, const char *iden
     struct attempts_shard *sh = &a->shard[(h >> 32) % ATTEMPTS_SHARDS];
     pthread_mutex_lock(&sh->lock);
     struct attempt_entry *had = strmap_add_hashed(&sh->map, h, e->key, kl, e);
-    uint32_t n = had && had != e ? ++had->count : 1;
+    uint32_t n = 1;
+    if (had && had != e) {
+        /* Idle for the TTL: as if it had been swept (docs/profiles.md §4). */
+        n = idle(a, had, now_us) ? 1 : had->count + 1;
+        had->count = n;
+        if (now_us > had->used_us)
+            had->used_us = now_us;
+        unlink_entry(sh, had);
+        append_entry(sh, had);
+    } else if (!had) {
+        append_entry(sh, e);
+    }
     pthread_mutex_unlock(&sh->lock);
     if (had)
         free(e); /* counted on the existing entry (or out of memory: counted as a first) */
+    return n;
+}
+
+size_t attempts_sweep(struct attempts *a, int64_t now_us, size_t budget, bool *more)
+{
+    size_t freed = 0;
+    if (more)
+        *more = false;
+    for (int i = 0; i < ATTEMPTS_SHARDS; i++) {
+        struct attempts_shard *sh = &a->shard[i];
+        pthread_mutex_lock(&sh->lock);
+        size_t left = budget;
+        /* The list is in order of last use but for requests that stamped a time read just
+         * before another's: an entry a little out of place only waits for a later sweep. */
+        while (sh->oldest && idle(a, sh->oldest, now_us)) {
+            if (left-- == 0) {
+                if (more)
+                    *more = true;
+                break;
+            }
+            struct attempt_entry *e = sh->oldest;
+            unlink_entry(sh, e);
+            strmap_del(&sh->map, e->key, e->key_len);
+            free(e);
+            freed++;
+        }
+        pthread_mutex_unlock(&sh->lock);
+    }
+    return freed;
+}
+
+size_t attempts_count(struct attempts *a)
+{
+    size_t n = 0;
+    for (int i = 0; i < ATTEMPTS_SHARDS; i++) {
+        pthread_mutex_lock(&a->shard[i].lock);
+        n += a->shard[i].map.len;
+        pthread_mutex_unlock(&a->shard[i].lock);
+    }
     return n;
 }

@@ -78,22 +78,38 @@ void flight_reset_peaks(struct flight *f);
 void live_plan(struct live *cur, enum route_id route, uint32_t attempt, struct rng *rng,
                struct plan *out);
 
-/* Attempt counters: the n-th request with an identity on a route since the last reset. Split
+/* Attempt counters: the n-th request with an identity on a route since the last reset, or since
+ * the identity was last used more than ttl_us ago (docs/profiles.md §4 "attempts"): a counter
+ * idle for the TTL restarts at 1 (at its next use, or freed by attempts_sweep before). Split
  * into shards by the identity's hash, each with its own lock, so the two workers seldom wait
- * for each other here. */
+ * for each other here; each shard keeps its counters on a list in order of last use, so the
+ * sweep looks only at the idle ones. Times are the gateway clock (µs since the epoch). */
 #define ATTEMPTS_SHARDS 16
+struct attempt_entry;
 struct attempts {
+    int64_t ttl_us;                  /* --idempotency-ttl; 0: counters never go idle */
     struct attempts_shard {
         pthread_mutex_t lock;
         struct strmap map;           /* "route\0identity" -> counter (owned entries) */
+        struct attempt_entry *oldest, *newest; /* by last use */
     } shard[ATTEMPTS_SHARDS];
 };
 
-void attempts_init(struct attempts *a);
+/* Empty counters that go idle after `ttl_us` (0: never). Thread: main, before use. */
+void attempts_init(struct attempts *a, int64_t ttl_us);
 void attempts_fini(struct attempts *a);
+/* Drop every counter (POST /__admin/reset). Thread: any. */
 void attempts_reset(struct attempts *a);
-/* Count one more request and return its attempt number (1 for the first). Returns 1 without
- * counting if memory runs out. */
-uint32_t attempts_next(struct attempts *a, enum route_id route, const char *identity);
+/* Count one more request of `identity` on `route` at now_us and return its attempt number: 1
+ * for the first since the last reset, or when its previous request came ttl_us or more before
+ * now_us. Returns 1 without counting if memory runs out. Thread: any. */
+uint32_t attempts_next(struct attempts *a, enum route_id route, const char *identity,
+                       int64_t now_us);
+/* Free the counters idle for ttl_us at now_us, oldest first, at most `budget` per shard;
+ * *more (if not NULL) set when some shard had more than that. Each shard's lock is held for
+ * its part only. Returns how many went. Thread: any. */
+size_t attempts_sweep(struct attempts *a, int64_t now_us, size_t budget, bool *more);
+/* Counters held now, idle ones not yet swept included. Thread: any. */
+size_t attempts_count(struct attempts *a);
 
 #endif

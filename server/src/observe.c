@@ -46,7 +46,7 @@ void observe_arrival(struct gateway *g, struct request *r)
     snprintf(e.method, sizeof e.method, "%s", r->method_str);
     r->obs.journaled = true;
     r->obs.journal_id = journal_begin(&g->journal, &e);
-    report_begin(report_of(g, r), &r->obs.report, r->obs.journal_id);
+    report_begin(report_of(g, r), &r->obs.report, r->obs.journal_id, gateway_now_us(g));
 }
 
 /* What identifies r in its journal entry, the access log and the report: the orderId and

@@ -679,7 +679,8 @@ static bool override_budget(int fault_index, void *ctx)
  * the Idempotency-Key, else the orderId, else the paymentKey. */
 static void plan(struct gateway *g, struct request *r, const char *identity)
 {
-    r->attempt = store_attempts_next(&r->adm.tenant->store, r->route, identity);
+    r->attempt = store_attempts_next(&r->adm.tenant->store, r->route, identity,
+                                     gateway_now_us(g));
     struct rng rng;
     rng_seed_request(&rng, r->adm.seed, (int)r->route, identity, strlen(identity), r->attempt);
     struct plan pl;

@@ -2,8 +2,11 @@
  * identity is its Idempotency-Key, else its orderId, else its paymentKey (docs/profiles.md §4),
  * per route; a resend is its identity's next arrival; a failure event is a run of failed answers
  * on a route (5xx, 429, dropped, or not delivered) with no delivered 2xx between them
- * (docs/admin.md §5). Invariants: a record lives until the next reset (marks point at it); an
- * event lives while it is open or an identity still owes it a resend. */
+ * (docs/admin.md §5). Invariants: an orderId's or paymentKey's record lives until the next
+ * reset; an identity's record lives until then or until it has been idle for idle_us with no
+ * mark pinning it (a mark points at it from identify to end), and is then on the spare list of
+ * its size class, never on a hash chain; an event lives while it is open or an identity still
+ * owes it a resend. */
 #define _GNU_SOURCE /* MAP_ANONYMOUS, MAP_POPULATE */
 #include "report.h"
 
@@ -44,7 +47,9 @@ struct proc {
 };
 
 struct report_rec {
-    struct report_rec *next;       /* hash chain */
+    struct report_rec *next;       /* hash chain; once aged out, the spare list of its class */
+    struct report_rec *older, *newer; /* REC_ID: the identities by last arrival */
+    int64_t used_us;               /* REC_ID: its last arrival (gateway clock, µs) */
     uint64_t hash;
     union {
         struct {                   /* REC_ID: one identity on one route */
@@ -66,7 +71,9 @@ struct report_rec {
         } pay;
     } u;
     uint8_t kind, route;
+    uint8_t cls;                   /* its size class, or REPORT_SPARE_CLASSES: allocated alone */
     uint32_t len;
+    uint32_t pins;                 /* REC_ID: requests in progress whose mark holds it */
     char key[];
 };
 
@@ -126,7 +133,8 @@ static uint64_t rec_hash(int kind, int route, const char *s, size_t len)
 }
 
 /* Records come from chunks, each mapped and faulted in at once (one system call instead of a
- * page fault per 4 KiB on the request path), and are freed only all together by a reset: a
+ * page fault per 4 KiB on the request path), are reused through the spare lists when an
+ * identity ages out (rec_alloc), and are unmapped only all together by a reset: a
  * calloc per record cost a quarter of the confirm throughput (40 k -> 30 k req/s at c50, unique
  * keys: three records per confirm). A report starts with a one-page chunk (about 30 records,
  * 10 confirms) and each new chunk is twice the last, up to 1 MiB: every tenant has a report,
@@ -196,6 +204,73 @@ static bool grow(struct report *rp)
     return true;
 }
 
+/* A zeroed record of `size` bytes: an aged-out one of its size class if there is one, else
+ * from the chunks; a record larger than every class is allocated alone (and freed when it
+ * goes). */
+static struct report_rec *rec_alloc(struct report *rp, size_t size)
+{
+    size_t rounded = (size + 15) & ~(size_t)15, cls = rounded / 16 - 1;
+    struct report_rec *r;
+    if (cls >= REPORT_SPARE_CLASSES) {
+        r = calloc(1, size);
+        if (r)
+            r->cls = REPORT_SPARE_CLASSES;
+        return r;
+    }
+    if ((r = rp->spare[cls])) {
+        rp->spare[cls] = r->next;
+        memset(r, 0, rounded);
+    } else if (!(r = chunk_alloc(rp, rounded))) {
+        return NULL;
+    }
+    r->cls = (uint8_t)cls;
+    return r;
+}
+
+/* Give r's memory back: to its class's spare list, or to malloc. */
+static void rec_release(struct report *rp, struct report_rec *r)
+{
+    if (r->cls == REPORT_SPARE_CLASSES) {
+        free(r);
+        return;
+    }
+    r->next = rp->spare[r->cls];
+    rp->spare[r->cls] = r;
+}
+
+static void lru_unlink(struct report *rp, struct report_rec *r)
+{
+    if (r->older)
+        r->older->newer = r->newer;
+    else
+        rp->oldest = r->newer;
+    if (r->newer)
+        r->newer->older = r->older;
+    else
+        rp->newest = r->older;
+    r->older = r->newer = NULL;
+}
+
+static void lru_append(struct report *rp, struct report_rec *r)
+{
+    r->newer = NULL;
+    r->older = rp->newest;
+    if (rp->newest)
+        rp->newest->newer = r;
+    else
+        rp->oldest = r;
+    rp->newest = r;
+}
+
+/* Take r off its hash chain. */
+static void chain_remove(struct report *rp, struct report_rec *r)
+{
+    struct report_rec **pp = &rp->buckets[r->hash & (rp->n_buckets - 1)];
+    while (*pp != r)
+        pp = &(*pp)->next;
+    *pp = r->next;
+}
+
 /* The record of (kind, route, s), created if new; NULL when the bound leaves no room (then
  * *refused is set) or memory ran out. */
 static struct report_rec *rec_get(struct report *rp, int kind, int route, const char *s,
@@ -215,7 +290,7 @@ static struct report_rec *rec_get(struct report *rp, int kind, int route, const 
     }
     if (rp->n_recs >= rp->n_buckets && !grow(rp))
         return NULL;
-    struct report_rec *r = chunk_alloc(rp, sizeof *r + len + 1);
+    struct report_rec *r = rec_alloc(rp, sizeof *r + len + 1);
     if (!r)
         return NULL;
     r->hash = h;
@@ -227,6 +302,8 @@ static struct report_rec *rec_get(struct report *rp, int kind, int route, const 
     r->next = rp->buckets[i];
     rp->buckets[i] = r;
     rp->n_recs++;
+    if (kind == REC_ID)
+        lru_append(rp, r);
     return r;
 }
 
@@ -421,6 +498,64 @@ static void storm_count(struct report *rp, struct report_rec *rec, const struct 
         note(rp, K_STORM, example_of(e));
 }
 
+/* --- aging: identities no request used for idle_us ------------------------------------------ */
+
+static bool idle(const struct report *rp, const struct report_rec *r, int64_t now_us)
+{
+    return rp->idle_us > 0 && now_us - r->used_us >= rp->idle_us;
+}
+
+/* Forget what an identity's next arrival would be judged against: its last answer and the
+ * failure event owing its resend (which is judged now if nothing else holds it open). */
+static void forget_id(struct report *rp, struct report_rec *r)
+{
+    struct report_event *owed = r->u.id.owes;
+    memset(&r->u.id, 0, sizeof r->u.id);
+    if (owed) {
+        owed->owed--;
+        event_finish(rp, owed);
+    }
+}
+
+size_t report_sweep(struct report *rp, int64_t now_us, size_t budget, bool *more)
+{
+    size_t gone = 0;
+    if (more)
+        *more = false;
+    pthread_mutex_lock(&rp->lock);
+    struct report_rec *moved = NULL; /* the first pinned record moved to the newest end */
+    while (rp->oldest && rp->oldest != moved && idle(rp, rp->oldest, now_us)) {
+        if (budget-- == 0) {
+            if (more)
+                *more = true;
+            break;
+        }
+        struct report_rec *r = rp->oldest;
+        lru_unlink(rp, r);
+        if (r->pins) { /* a request of it is in progress: looked at again once it is idle */
+            lru_append(rp, r);
+            if (!moved)
+                moved = r;
+            continue;
+        }
+        forget_id(rp, r);
+        chain_remove(rp, r);
+        rp->n_recs--;
+        rec_release(rp, r);
+        gone++;
+    }
+    pthread_mutex_unlock(&rp->lock);
+    return gone;
+}
+
+size_t report_identities(struct report *rp)
+{
+    pthread_mutex_lock(&rp->lock);
+    size_t n = rp->n_recs;
+    pthread_mutex_unlock(&rp->lock);
+    return n;
+}
+
 /* --- the three steps ------------------------------------------------------------------------ */
 
 /* e arrives as the next arrival of rec's identity: judge it against that identity's last
@@ -461,8 +596,17 @@ static void identify_locked(struct report *rp, struct report_mark *m,
         return;
     bool refused = false;
     const char *ident = identity(e);
-    if (ident && (m->id_rec = rec_get(rp, REC_ID, e->route, ident, &refused)))
-        resend(rp, m->id_rec, m, e);
+    if (ident && (m->id_rec = rec_get(rp, REC_ID, e->route, ident, &refused))) {
+        struct report_rec *rec = m->id_rec;
+        if (!rec->pins && idle(rp, rec, m->at_us))
+            forget_id(rp, rec); /* as the sweep would have: this is a first arrival */
+        if (m->at_us > rec->used_us)
+            rec->used_us = m->at_us;
+        lru_unlink(rp, rec);
+        lru_append(rp, rec);
+        rec->pins++;
+        resend(rp, rec, m, e);
+    }
     if (e->route == ROUTE_CONFIRM_ID && (e->order_id || e->payment_key)) {
         m->has_key = e->idempotency_key != NULL;
         m->key_hash = m->has_key ? hash64(e->idempotency_key, strlen(e->idempotency_key), 0) : 0;
@@ -482,11 +626,12 @@ static void identify_locked(struct report *rp, struct report_mark *m,
         rp->unjudged++;
 }
 
-void report_begin(struct report *rp, struct report_mark *m, uint64_t id)
+void report_begin(struct report *rp, struct report_mark *m, uint64_t id, int64_t at_us)
 {
     (void)rp;
     memset(m, 0, sizeof *m);
     m->id = id;
+    m->at_us = at_us;
 }
 
 void report_identify(struct report *rp, struct report_mark *m, const struct journal_entry *e,
@@ -558,6 +703,10 @@ void report_end(struct report *rp, struct report_mark *m, const struct journal_e
             event_finish(rp, ev);
         }
     }
+    if (rec) { /* it may age out from now on */
+        rec->pins--;
+        m->id_rec = NULL;
+    }
     pthread_mutex_unlock(&rp->lock);
 }
 
@@ -577,8 +726,12 @@ static void state_fini(struct report *rp)
             next = r->next;
             if (r->kind != REC_ID)
                 free(r->u.pay.proc);
+            if (r->cls == REPORT_SPARE_CLASSES)
+                free(r);
         }
-    chunks_free(rp);
+    chunks_free(rp); /* the spare lists too: they are in the chunks */
+    memset(rp->spare, 0, sizeof rp->spare);
+    rp->oldest = rp->newest = NULL;
     free(rp->buckets);
     rp->buckets = NULL;
     rp->n_buckets = rp->n_recs = 0;
@@ -596,11 +749,12 @@ static void state_fini(struct report *rp)
 }
 
 int report_init(struct report *rp, size_t max_identities, int64_t since_unix_us,
-                uint64_t first_id)
+                uint64_t first_id, int64_t idle_us)
 {
     memset(rp, 0, sizeof *rp);
     pthread_mutex_init(&rp->lock, NULL);
     rp->max_identities = max_identities ? max_identities : 1;
+    rp->idle_us = idle_us > 0 ? idle_us : 0;
     rp->since_unix_us = since_unix_us;
     rp->first_id = first_id;
     return state_init(rp);
@@ -742,7 +896,7 @@ void report_render(struct buf *b, const struct journal_entry *v, size_t n)
     struct report rp;
     struct report_mark *m = calloc(n ? n : 1, sizeof *m);
     struct step *s = calloc(n ? 2 * n : 1, sizeof *s);
-    if (!m || !s || report_init(&rp, SIZE_MAX, 0, 1) != 0) {
+    if (!m || !s || report_init(&rp, SIZE_MAX, 0, 1, 0) != 0) {
         free(m);
         free(s);
         b->oom = true;
@@ -759,7 +913,7 @@ void report_render(struct buf *b, const struct journal_entry *v, size_t n)
         const struct journal_entry *e = &v[s[k].i];
         struct report_mark *mk = &m[s[k].i];
         if (!mk->id) { /* its arrival (first, even when it ended in the same instant) */
-            report_begin(&rp, mk, s[k].i + 1);
+            report_begin(&rp, mk, s[k].i + 1, 0);
             bool will_process = e->outcome != OUT_DROPPED_REQUEST &&
                                 e->outcome != OUT_THROTTLED && e->outcome != OUT_CAPPED;
             report_identify(&rp, mk, e, will_process);

@@ -1,8 +1,9 @@
 /* report.h -- what the client under test did wrong (docs/admin.md §5 GET /__admin/report),
  * judged incrementally over every gateway request since the last reset, apart from the
  * journal's ring: observe.c feeds each request in three steps (begin, identify, end) and the
- * state keeps per identity only what the findings need. Its size is bounded by a number of identities (--report-max-identities). No I/O; one
- * mutex, a leaf lock (nothing else is taken under it). */
+ * state keeps per identity only what the findings need. Its size is bounded by a number of
+ * identities (--report-max-identities), and an identity idle for --idempotency-ttl is
+ * forgotten (report_sweep). No I/O; one mutex, a leaf lock (nothing else is taken under it). */
 #ifndef FAKEGATE_REPORT_H
 #define FAKEGATE_REPORT_H
 
@@ -31,9 +32,14 @@ struct report_finding {
 #define REPORT_KINDS 6             /* retried_4xx ... retry_storm (report.c's table) */
 #define REPORT_ROUTES 5            /* confirm, cancel, read, virtual_account, default: enum route_id */
 
+/* Size classes of the records an aged-out identity leaves for reuse (16 bytes each; larger
+ * records are allocated one by one and freed). */
+#define REPORT_SPARE_CLASSES 32
+
 struct report {
     pthread_mutex_t lock;
     size_t max_identities;         /* the bound on n_recs */
+    int64_t idle_us;               /* an identity unused this long is forgotten (0: never) */
     uint64_t first_id;             /* journal ids below this belong to an earlier run */
     uint32_t epoch;                /* resets so far: a mark identified in another epoch points
                                       at records a reset freed */
@@ -49,12 +55,15 @@ struct report {
     struct report_chunk *chunks;   /* the records' memory: bump-allocated, freed by reset */
     size_t chunk_used, chunk_cap;  /* in the newest chunk */
     size_t chunk_next;             /* the next chunk's size (0: the first's) */
+    struct report_rec *spare[REPORT_SPARE_CLASSES]; /* aged-out records' memory, by size */
+    struct report_rec *oldest, *newest; /* the identities (one route each), by last arrival */
 };
 
 /* What a request carries for the report between its steps (embedded in struct request, or
  * in a caller's array; zero-initialised). Written only by report.c, under the report's lock. */
 struct report_mark {
     uint64_t id;                   /* its journal id (0: not begun) */
+    int64_t at_us;                 /* its arrival on the gateway clock (µs since the epoch) */
     bool identified;               /* report_identify ran (or report_end stood in for it) */
     uint32_t epoch;                /* the report's epoch when it was identified */
     bool processing;               /* counted as processing in its order's and paymentKey's
@@ -63,13 +72,18 @@ struct report_mark {
     uint64_t body_hash;            /* its canonical body's, as identified (0: none) */
     bool has_key;
     uint32_t storm_event;          /* the failure event its arrival was counted in (0: none) */
-    struct report_rec *id_rec, *order_rec, *pk_rec; /* borrowed while id >= first_id */
+    struct report_rec *id_rec, *order_rec, *pk_rec; /* borrowed while id >= first_id; id_rec
+                                      is pinned (never aged out) until report_end */
 };
 
 /* An empty report bounded by `max_identities` (>= 1), dated `since_unix_us`, judging journal
- * ids from `first_id` on. Returns 0, or -1 on out of memory. Thread: main, before start. */
+ * ids from `first_id` on, forgetting an identity (a request's Idempotency-Key, else orderId,
+ * else paymentKey, on one route) that no request used for `idle_us` microseconds of the
+ * gateway clock (--idempotency-ttl; 0: never; docs/admin.md §5 GET /__admin/report). The
+ * confirm history of an orderId or paymentKey (new_key_resend) is kept until a reset, as the
+ * ledger keeps the payment. Returns 0, or -1 on out of memory. Thread: main, before start. */
 int report_init(struct report *rp, size_t max_identities, int64_t since_unix_us,
-                uint64_t first_id);
+                uint64_t first_id, int64_t idle_us);
 void report_fini(struct report *rp);
 
 /* POST /__admin/reset: forget everything; judge journal ids from `first_id` on (the journal's
@@ -77,9 +91,10 @@ void report_fini(struct report *rp);
  * from now on. Thread: any. */
 void report_reset(struct report *rp, int64_t since_unix_us, uint64_t first_id);
 
-/* Step 1, when the request's journal entry begins: m remembers its journal `id`. Thread: the
- * request's. */
-void report_begin(struct report *rp, struct report_mark *m, uint64_t id);
+/* Step 1, when the request's journal entry begins: m remembers its journal `id` and its
+ * arrival `at_us` (the gateway clock, µs since the epoch: what an identity's idleness is
+ * measured on). Thread: the request's. */
+void report_begin(struct report *rp, struct report_mark *m, uint64_t id, int64_t at_us);
 
 /* Step 2, once what identifies the request is known (its plan was drawn, or it was answered
  * before one): e's route, idempotency_key, order_id, payment_key, body_hash and
@@ -95,6 +110,17 @@ void report_identify(struct report *rp, struct report_mark *m, const struct jour
  * report_identify first if it never ran (will_process false). Counts it as judged. Thread:
  * the request's (completion). */
 void report_end(struct report *rp, struct report_mark *m, const struct journal_entry *e);
+
+/* Forget the identities no request used for rp->idle_us at now_us (the gateway clock, µs),
+ * oldest first, looking at `budget` at most: what a later arrival of one would have been
+ * judged against (its last answer, a failure event owing its resend) goes, the findings
+ * already counted stay. An identity of a request still in progress is kept. *more (if not
+ * NULL) is set when the budget ran out first. Returns how many went. Thread: any (the once-a-
+ * second sweep, gateway_sweep_expired). */
+size_t report_sweep(struct report *rp, int64_t now_us, size_t budget, bool *more);
+
+/* Identities and order records held now (idle ones not yet swept included). Thread: any. */
+size_t report_identities(struct report *rp);
 
 /* Render GET /__admin/report: {"findings":[...],"judged_requests":N,"complete":true|false,
  * ["reason":"...",]"since":"<+09:00 time>"}. Thread: any. */

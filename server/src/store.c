@@ -23,7 +23,7 @@ void store_init(struct store *s, uint64_t salt, int64_t idem_ttl_ns, store_event
 {
     ledger_init(&s->ledger, salt);
     idem_init(&s->idem, idem_ttl_ns);
-    attempts_init(&s->attempts);
+    attempts_init(&s->attempts, idem_ttl_ns / 1000); /* idle counters go with the same TTL */
     s->emit = fn;
     s->emit_ctx = emit_ctx;
 }
@@ -263,7 +263,18 @@ size_t store_idem_count(const struct store *s)
     return idem_count(&s->idem);
 }
 
-uint32_t store_attempts_next(struct store *s, enum route_id route, const char *identity)
+uint32_t store_attempts_next(struct store *s, enum route_id route, const char *identity,
+                             int64_t now_us)
 {
-    return attempts_next(&s->attempts, route, identity);
+    return attempts_next(&s->attempts, route, identity, now_us);
+}
+
+size_t store_attempts_sweep(struct store *s, int64_t now_us, size_t budget, bool *more)
+{
+    return attempts_sweep(&s->attempts, now_us, budget, more);
+}
+
+size_t store_attempts_count(struct store *s)
+{
+    return attempts_count(&s->attempts);
 }

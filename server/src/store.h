@@ -4,8 +4,9 @@
  * in-memory one without touching them. Every change of a payment's status leaves the store as
  * a `struct payment_event` through the sink given to store_init: the journal, metrics and
  * webhook deliveries subscribe there instead of each commit path calling them.
- * Locking: every call but store_attempts_next and store_init/fini needs the gateway's store
- * lock, held through gateway_txn (gateway.h); store_attempts_next has locks of its own. */
+ * Locking: every call but the store_attempts_* calls and store_init/fini needs the gateway's
+ * store lock, held through gateway_txn (gateway.h); the attempt counters have locks of their
+ * own. */
 #ifndef FAKEGATE_STORE_H
 #define FAKEGATE_STORE_H
 
@@ -54,8 +55,8 @@ struct store {
 };
 
 /* Initialise an empty in-memory store: `salt` makes derived keys (transaction keys, secrets)
- * unique per process, `idem_ttl_ns` is how long an idempotency record lives (ns), events go to
- * emit(emit_ctx, ...). Thread: main. */
+ * unique per process, `idem_ttl_ns` is how long an idempotency record lives (ns) and how long
+ * an attempt counter may stay idle, events go to emit(emit_ctx, ...). Thread: main. */
 void store_init(struct store *s, uint64_t salt, int64_t idem_ttl_ns, store_event_fn emit,
                 void *emit_ctx);
 void store_fini(struct store *s);
@@ -117,8 +118,9 @@ bool store_expire_va(struct store *s, struct payment *p, int64_t now_us);
  * (business time, µs; still WAITING_FOR_DEPOSIT; borrowed), or NULL. Store lock held. */
 struct payment *store_next_due(struct store *s, int64_t now_us);
 /* A confirm of p arrived: count it (confirm_attempts) and remember its Idempotency-Key
- * `idem_key` (NULL: none) among p's (GET /__admin/payments). 0, or -1 on out of memory (the
- * count made, the key not kept). */
+ * `idem_key` (NULL: none) among p's first LEDGER_MAX_IDEM_KEYS, or count it as unlisted
+ * (ledger_note_idem_key; GET /__admin/payments). 0, or -1 on out of memory (the count made,
+ * the key not kept). */
 int store_note_confirm(struct store *s, struct payment *p, const char *idem_key);
 /* Mark p, just created, as a registered session (POST /__admin/sessions) with `order_name`
  * (copied; NULL: none). 0, or -1 on out of memory (p registered, without its name). */
@@ -163,8 +165,18 @@ size_t store_idem_count(const struct store *s);
 
 /* --- attempt counters (docs/profiles.md §4 "attempts") --- */
 
-/* One more request of `identity` on `route`: its attempt number (1 for the first since the
- * last reset). Thread: any, without the store lock. */
-uint32_t store_attempts_next(struct store *s, enum route_id route, const char *identity);
+/* One more request of `identity` on `route` at now_us (the gateway clock, µs since the epoch):
+ * its attempt number -- 1 for the first since the last reset, or when the identity's previous
+ * request on the route came --idempotency-ttl or more before (attempts_next). Thread: any,
+ * without the store lock. */
+uint32_t store_attempts_next(struct store *s, enum route_id route, const char *identity,
+                             int64_t now_us);
+/* attempts_sweep on the store's counters: free those idle for --idempotency-ttl at now_us (the
+ * gateway clock, µs), at most `budget` per shard; *more set when some shard had more. Returns
+ * how many went. Thread: any, without the store lock (the counters' own locks). */
+size_t store_attempts_sweep(struct store *s, int64_t now_us, size_t budget, bool *more);
+/* How many attempt counters the store holds (idle ones not yet swept included). Thread: any,
+ * without the store lock. */
+size_t store_attempts_count(struct store *s);
 
 #endif

@@ -28,7 +28,8 @@ static struct tenant *tenant_new(struct gateway *g, const char *key)
     }
     size_t max_ids = g->cfg->report_max_identities ? g->cfg->report_max_identities
                                                    : REPORT_MAX_IDENTITIES_DEFAULT;
-    if (report_init(&t->report, max_ids, now_unix_us(), atomic_load(&g->journal.first_id)) != 0) {
+    if (report_init(&t->report, max_ids, now_unix_us(), atomic_load(&g->journal.first_id),
+                    g->cfg->idempotency_ttl_s * 1000000) != 0) {
         free(t->key);
         free(t);
         return NULL;

@@ -233,6 +233,48 @@ START_TEST(test_ledger_note_idem_key_dedups)
 }
 END_TEST
 
+START_TEST(test_ledger_lists_the_first_10_keys_and_counts_confirms_with_others)
+{
+    struct ledger l;
+    ledger_init(&l, SALT);
+    struct payment *p = ledger_create(&l, "pk_1", "order-1", 1000, 1, NULL);
+    char key[32];
+    for (int i = 0; i < 1000; i++) { /* a client that makes up a key per resend */
+        snprintf(key, sizeof key, "key-%04d", i);
+        ck_assert_int_eq(ledger_note_idem_key(p, key), 0);
+    }
+    ck_assert_uint_eq(LEDGER_MAX_IDEM_KEYS, 10);
+    ck_assert_uint_eq(p->n_idem_keys, 10);
+    for (int i = 0; i < 10; i++) {
+        snprintf(key, sizeof key, "key-%04d", i);
+        ck_assert_str_eq(p->idem_keys[i], key);
+    }
+    ck_assert_uint_eq(p->idem_keys_unlisted, 990);
+    /* A listed key sent again is not counted; an unlisted one sent again is, each time. */
+    ck_assert_int_eq(ledger_note_idem_key(p, "key-0003"), 0);
+    ck_assert_uint_eq(p->idem_keys_unlisted, 990);
+    ck_assert_int_eq(ledger_note_idem_key(p, "key-0500"), 0);
+    ck_assert_int_eq(ledger_note_idem_key(p, "key-0500"), 0);
+    ck_assert_uint_eq(p->idem_keys_unlisted, 992);
+    ck_assert_uint_eq(p->n_idem_keys, 10);
+    /* The count saturates instead of wrapping. */
+    p->idem_keys_unlisted = UINT32_MAX - 1;
+    ck_assert_int_eq(ledger_note_idem_key(p, "key-x"), 0);
+    ck_assert_int_eq(ledger_note_idem_key(p, "key-y"), 0);
+    ck_assert_uint_eq(p->idem_keys_unlisted, UINT32_MAX);
+    /* Fewer than 10 keys: all listed, none counted. */
+    struct payment *q = ledger_create(&l, "pk_2", "order-2", 1000, 1, NULL);
+    for (int round = 0; round < 3; round++)
+        for (int i = 0; i < 9; i++) {
+            snprintf(key, sizeof key, "q-%d", i);
+            ck_assert_int_eq(ledger_note_idem_key(q, key), 0);
+        }
+    ck_assert_uint_eq(q->n_idem_keys, 9);
+    ck_assert_uint_eq(q->idem_keys_unlisted, 0);
+    ledger_fini(&l);
+}
+END_TEST
+
 static bool is_upper_hex32(const char *k)
 {
     if (strlen(k) != 32)
@@ -596,6 +638,7 @@ Suite *make_suite(void)
     tcase_add_test(approve, test_ledger_approve_sets_done_charges_once_and_adds_tx_row);
     tcase_add_test(approve, test_ledger_approve_tx_rows_in_commit_order_with_increasing_seq);
     tcase_add_test(approve, test_ledger_note_idem_key_dedups);
+    tcase_add_test(approve, test_ledger_lists_the_first_10_keys_and_counts_confirms_with_others);
     suite_add_tcase(s, approve);
 
     TCase *keys = tcase_create("tx_keys");

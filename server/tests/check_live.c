@@ -353,10 +353,10 @@ END_TEST
 START_TEST(test_attempts_count_1_2_3_for_the_same_route_and_identity)
 {
     struct attempts at;
-    attempts_init(&at);
-    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "order-1"), 1);
-    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "order-1"), 2);
-    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "order-1"), 3);
+    attempts_init(&at, 0);
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "order-1", 0), 1);
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "order-1", 0), 2);
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "order-1", 0), 3);
     attempts_fini(&at);
 }
 END_TEST
@@ -364,23 +364,23 @@ END_TEST
 START_TEST(test_attempts_are_independent_across_routes_and_identities)
 {
     struct attempts at;
-    attempts_init(&at);
-    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "k"), 1);
-    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "k"), 2);
-    ck_assert_uint_eq(attempts_next(&at, ROUTE_CANCEL, "k"), 1);
-    ck_assert_uint_eq(attempts_next(&at, ROUTE_READ, "k"), 1);
-    ck_assert_uint_eq(attempts_next(&at, ROUTE_DEFAULT, "k"), 1);
-    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "k2"), 1);
-    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, ""), 1);
-    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, ""), 2);
-    ck_assert_uint_eq(attempts_next(&at, ROUTE_CANCEL, "k"), 2);
-    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "k"), 3);
+    attempts_init(&at, 0);
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "k", 0), 1);
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "k", 0), 2);
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CANCEL, "k", 0), 1);
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_READ, "k", 0), 1);
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_DEFAULT, "k", 0), 1);
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "k2", 0), 1);
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "", 0), 1);
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "", 0), 2);
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CANCEL, "k", 0), 2);
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "k", 0), 3);
     /* Many identities: each its own counter (the map grows past its first sizes). */
     for (int round = 1; round <= 3; round++) {
         for (int i = 0; i < 5000; i++) {
             char id[32];
             snprintf(id, sizeof id, "order-%d", i);
-            ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, id), (uint32_t)round);
+            ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, id, 0), (uint32_t)round);
         }
     }
     attempts_fini(&at);
@@ -390,17 +390,17 @@ END_TEST
 START_TEST(test_attempts_reset_restarts_every_counter_at_1)
 {
     struct attempts at;
-    attempts_init(&at);
+    attempts_init(&at, 0);
     for (int i = 0; i < 4; i++)
-        attempts_next(&at, ROUTE_CONFIRM, "order-1");
-    attempts_next(&at, ROUTE_READ, "pk-1");
+        attempts_next(&at, ROUTE_CONFIRM, "order-1", 0);
+    attempts_next(&at, ROUTE_READ, "pk-1", 0);
     attempts_reset(&at);
-    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "order-1"), 1);
-    ck_assert_uint_eq(attempts_next(&at, ROUTE_READ, "pk-1"), 1);
-    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "order-1"), 2);
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "order-1", 0), 1);
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_READ, "pk-1", 0), 1);
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "order-1", 0), 2);
     attempts_reset(&at);
     attempts_reset(&at);
-    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "order-1"), 1);
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "order-1", 0), 1);
     attempts_fini(&at);
 }
 END_TEST
@@ -410,7 +410,7 @@ START_TEST(test_attempts_work_for_identities_longer_than_320_bytes)
     /* 318 and 319 bytes sit either side of the 320-byte key buffer (2 bytes of route prefix). */
     static const size_t lens[] = {317, 318, 319, 320, 321, 1000, 70000};
     struct attempts at;
-    attempts_init(&at);
+    attempts_init(&at, 0);
     for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
         char *a = malloc(lens[k] + 1), *b = malloc(lens[k] + 1);
         ck_assert_ptr_nonnull(a);
@@ -419,11 +419,11 @@ START_TEST(test_attempts_work_for_identities_longer_than_320_bytes)
         a[lens[k]] = '\0';
         memcpy(b, a, lens[k] + 1);
         b[lens[k] - 1] = 'y';   /* differs only in its last byte */
-        ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, a), 1);
-        ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, a), 2);
-        ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, b), 1);
-        ck_assert_uint_eq(attempts_next(&at, ROUTE_CANCEL, a), 1);
-        ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, a), 3);
+        ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, a, 0), 1);
+        ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, a, 0), 2);
+        ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, b, 0), 1);
+        ck_assert_uint_eq(attempts_next(&at, ROUTE_CANCEL, a, 0), 1);
+        ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, a, 0), 3);
         free(a);   /* the counters own their key bytes */
         free(b);
     }
@@ -431,7 +431,91 @@ START_TEST(test_attempts_work_for_identities_longer_than_320_bytes)
     char big[2001];
     memset(big, 'z', 2000);
     big[2000] = '\0';
-    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, big), 1);
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, big, 0), 1);
+    attempts_fini(&at);
+}
+END_TEST
+
+#define S_US INT64_C(1000000)
+
+START_TEST(test_attempts_idle_for_the_ttl_restart_at_1_and_busy_ones_keep_counting)
+{
+    struct attempts at;
+    attempts_init(&at, 30 * S_US);
+    const int64_t t0 = 1700000000 * S_US; /* the gateway clock: µs since the epoch */
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "key-1", t0), 1);
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "key-1", t0 + 10 * S_US), 2);
+    /* Idle 1 µs less than the TTL since its last request: still counting. */
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "key-1", t0 + 40 * S_US - 1), 3);
+    /* Idle exactly the TTL: a first attempt again, then counting from there. */
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "key-1", t0 + 70 * S_US - 1), 1);
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "key-1", t0 + 71 * S_US), 2);
+    /* Used every 29 s for 10 minutes: never idle for the TTL, so never restarted. */
+    for (int i = 1; i <= 20; i++)
+        ck_assert_uint_eq(attempts_next(&at, ROUTE_READ, "pk-1", t0 + i * 29 * S_US),
+                          (uint32_t)i);
+    /* Without a TTL nothing goes idle. */
+    struct attempts forever;
+    attempts_init(&forever, 0);
+    ck_assert_uint_eq(attempts_next(&forever, ROUTE_CONFIRM, "k", t0), 1);
+    ck_assert_uint_eq(attempts_next(&forever, ROUTE_CONFIRM, "k", t0 + 1000000 * S_US), 2);
+    ck_assert_uint_eq(attempts_sweep(&forever, t0 + 1000000 * S_US, 100, NULL), 0);
+    ck_assert_uint_eq(attempts_count(&forever), 1);
+    attempts_fini(&forever);
+    attempts_fini(&at);
+}
+END_TEST
+
+START_TEST(test_attempts_sweep_frees_the_counters_idle_for_the_ttl_and_no_other)
+{
+    struct attempts at;
+    attempts_init(&at, 30 * S_US);
+    const int64_t t0 = 1700000000 * S_US;
+    attempts_next(&at, ROUTE_CONFIRM, "a", t0);
+    attempts_next(&at, ROUTE_CONFIRM, "b", t0 + 5 * S_US);
+    attempts_next(&at, ROUTE_CONFIRM, "c", t0 + 10 * S_US);
+    attempts_next(&at, ROUTE_CANCEL, "a", t0 + 20 * S_US);
+    attempts_next(&at, ROUTE_CONFIRM, "a", t0 + 21 * S_US); /* "a" on confirm used again */
+    ck_assert_uint_eq(attempts_count(&at), 4);
+    bool more = true;
+    ck_assert_uint_eq(attempts_sweep(&at, t0 + 35 * S_US - 1, 100, &more), 0);
+    ck_assert(!more);
+    /* At t0 + 35 s: "b" (idle 30 s) goes; "c" (25 s), cancel "a" (15 s), confirm "a" (14 s)
+     * stay. */
+    ck_assert_uint_eq(attempts_sweep(&at, t0 + 35 * S_US, 100, &more), 1);
+    ck_assert_uint_eq(attempts_count(&at), 3);
+    ck_assert_uint_eq(attempts_sweep(&at, t0 + 51 * S_US, 100, &more), 3);
+    ck_assert_uint_eq(attempts_count(&at), 0);
+    ck_assert(!more);
+    /* Swept counters start again at 1. */
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "a", t0 + 52 * S_US), 1);
+    ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, "a", t0 + 53 * S_US), 2);
+    attempts_fini(&at);
+}
+END_TEST
+
+START_TEST(test_attempts_sweep_takes_at_most_its_budget_per_shard_and_says_more)
+{
+    struct attempts at;
+    attempts_init(&at, 30 * S_US);
+    const int64_t t0 = 1700000000 * S_US;
+    /* 100 identities over 16 shards: some shard holds two or more. */
+    for (int i = 0; i < 100; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "key-%d", i);
+        ck_assert_uint_eq(attempts_next(&at, ROUTE_CONFIRM, id, t0 + i), 1);
+    }
+    bool more = false;
+    size_t first = attempts_sweep(&at, t0 + 60 * S_US, 1, &more);
+    ck_assert_uint_le(first, ATTEMPTS_SHARDS);
+    ck_assert_uint_ge(first, 1);
+    ck_assert(more);
+    size_t total = first;
+    for (int round = 0; more && round < 100; round++)
+        total += attempts_sweep(&at, t0 + 60 * S_US, 1, &more);
+    ck_assert(!more);
+    ck_assert_uint_eq(total, 100);
+    ck_assert_uint_eq(attempts_count(&at), 0);
     attempts_fini(&at);
 }
 END_TEST
@@ -550,6 +634,9 @@ Suite *make_suite(void)
     tcase_add_test(att, test_attempts_are_independent_across_routes_and_identities);
     tcase_add_test(att, test_attempts_reset_restarts_every_counter_at_1);
     tcase_add_test(att, test_attempts_work_for_identities_longer_than_320_bytes);
+    tcase_add_test(att, test_attempts_idle_for_the_ttl_restart_at_1_and_busy_ones_keep_counting);
+    tcase_add_test(att, test_attempts_sweep_frees_the_counters_idle_for_the_ttl_and_no_other);
+    tcase_add_test(att, test_attempts_sweep_takes_at_most_its_budget_per_shard_and_says_more);
     suite_add_tcase(s, att);
 
     TCase *bud = tcase_create("budgets");

@@ -479,12 +479,12 @@ END_TEST
 START_TEST(test_report_end_ignores_a_mark_identified_before_a_reset)
 {
     struct report rp;
-    ck_assert_int_eq(report_init(&rp, 1000, 0, 1), 0);
+    ck_assert_int_eq(report_init(&rp, 1000, 0, 1, 0), 0);
     struct journal_entry e = confirm(0, "ord_straddle", "key-s", 400);
     struct report_mark first = {0}, m = {0};
-    report_begin(&rp, &first, 1); /* an earlier request of the same order: a record exists */
+    report_begin(&rp, &first, 1, 0); /* an earlier request of the same order: a record exists */
     report_identify(&rp, &first, &e, true);
-    report_begin(&rp, &m, 5);     /* id 5: the journal's first id after its reset */
+    report_begin(&rp, &m, 5, 0);  /* id 5: the journal's first id after its reset */
     report_identify(&rp, &m, &e, true);
     ck_assert(m.identified && m.processing);
     report_reset(&rp, 0, 5);      /* the report's reset: every record freed */
@@ -497,13 +497,218 @@ START_TEST(test_report_end_ignores_a_mark_identified_before_a_reset)
     buf_fini(&b);
     /* The next request of the same order in the new run is judged from scratch. */
     struct report_mark next = {0};
-    report_begin(&rp, &next, 6);
+    report_begin(&rp, &next, 6, 0);
     report_identify(&rp, &next, &e, true);
     report_end(&rp, &next, &e);
     buf_init(&b);
     report_render_state(&rp, &b);
     ck_assert_ptr_nonnull(strstr(b.data, "\"judged_requests\":1"));
     buf_fini(&b);
+    report_fini(&rp);
+}
+END_TEST
+
+/* ---- identities forgotten after the TTL (docs/admin.md §5 GET /__admin/report) ------------- */
+
+#define S_US INT64_C(1000000)
+#define T0_US (INT64_C(1700000000) * S_US) /* the gateway clock at the first request */
+#define TTL_US (30 * S_US)
+
+/* One whole request of e through the three steps, arriving at T0_US + at_s (gateway clock),
+ * with journal id `id`. */
+static void run_one(struct report *rp, struct journal_entry e, double at_s, uint64_t id)
+{
+    e.arrived_mono_ns = (int64_t)(at_s * 1e9);
+    e.ended_mono_ns = e.sent_mono_ns = e.arrived_mono_ns + MS_NS;
+    struct report_mark m;
+    report_begin(rp, &m, id, T0_US + (int64_t)(at_s * 1e6));
+    report_identify(rp, &m, &e, e.status < 300);
+    report_end(rp, &m, &e);
+}
+
+/* The count of finding `kind` in rp's state (0 if absent). */
+static long long state_count(struct report *rp, const char *kind)
+{
+    struct buf b;
+    buf_init(&b);
+    report_render_state(rp, &b);
+    json_error_t je;
+    json_t *root = json_loads(b.data, 0, &je);
+    ck_assert_msg(root != NULL, "not JSON: %s", b.data);
+    long long n = 0;
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(root, "findings"), i, f)
+        if (strcmp(json_string_value(json_object_get(f, "kind")), kind) == 0)
+            n = json_integer_value(json_object_get(f, "count"));
+    json_decref(root);
+    buf_fini(&b);
+    return n;
+}
+
+START_TEST(test_identity_unused_for_the_ttl_is_swept_and_its_resend_is_a_first_arrival)
+{
+    struct report rp;
+    ck_assert_int_eq(report_init(&rp, 1000, 0, 1, TTL_US), 0);
+    struct journal_entry e = confirm(0, "ord_idle", "key-idle", 400);
+    run_one(&rp, e, 0, 1);
+    run_one(&rp, e, 29, 2); /* the same 4xx request again inside the TTL: flagged */
+    ck_assert_int_eq(state_count(&rp, "retried_4xx"), 1);
+    ck_assert_uint_eq(report_identities(&rp), 2); /* the key's identity and the orderId's */
+    bool more = true;
+    ck_assert_uint_eq(report_sweep(&rp, T0_US + 59 * S_US - 1, 100, &more), 0);
+    ck_assert(!more);
+    ck_assert_uint_eq(report_sweep(&rp, T0_US + 59 * S_US, 100, &more), 1);
+    ck_assert_uint_eq(report_identities(&rp), 1); /* the orderId's confirm history stays */
+    run_one(&rp, e, 60, 3); /* after the TTL: nothing to be a resend of */
+    ck_assert_int_eq(state_count(&rp, "retried_4xx"), 1);
+    run_one(&rp, e, 61, 4); /* and it counts afresh from there */
+    ck_assert_int_eq(state_count(&rp, "retried_4xx"), 2);
+    report_fini(&rp);
+}
+END_TEST
+
+START_TEST(test_identity_idle_for_the_ttl_is_a_first_arrival_before_any_sweep)
+{
+    struct report rp;
+    ck_assert_int_eq(report_init(&rp, 1000, 0, 1, TTL_US), 0);
+    struct journal_entry e = confirm(0, "ord_idle", "key-idle", 400);
+    run_one(&rp, e, 0, 1);
+    run_one(&rp, e, 30 - 1e-6, 2); /* 1 µs inside the TTL */
+    ck_assert_int_eq(state_count(&rp, "retried_4xx"), 1);
+    run_one(&rp, e, 60 - 1e-6, 3); /* idle exactly the TTL since the last: not a resend */
+    ck_assert_int_eq(state_count(&rp, "retried_4xx"), 1);
+    /* Without a TTL an identity is never forgotten. */
+    struct report forever;
+    ck_assert_int_eq(report_init(&forever, 1000, 0, 1, 0), 0);
+    run_one(&forever, e, 0, 1);
+    ck_assert_uint_eq(report_sweep(&forever, T0_US + 1000000 * S_US, 100, NULL), 0);
+    run_one(&forever, e, 1000000, 2);
+    ck_assert_int_eq(state_count(&forever, "retried_4xx"), 1);
+    report_fini(&forever);
+    report_fini(&rp);
+}
+END_TEST
+
+START_TEST(test_identity_of_a_request_in_progress_is_not_swept_until_it_ends)
+{
+    struct report rp;
+    ck_assert_int_eq(report_init(&rp, 1000, 0, 1, TTL_US), 0);
+    struct journal_entry e = confirm(0, "ord_held", "key-held", 200);
+    struct report_mark m;
+    report_begin(&rp, &m, 1, T0_US);
+    report_identify(&rp, &m, &e, true); /* held, say, by a hang for longer than the TTL */
+    bool more = true;
+    ck_assert_uint_eq(report_sweep(&rp, T0_US + 100 * S_US, 100, &more), 0);
+    ck_assert(!more);
+    ck_assert_uint_eq(report_identities(&rp), 2);
+    report_end(&rp, &m, &e); /* its record was written here: it must still have been there */
+    ck_assert_uint_eq(report_sweep(&rp, T0_US + 100 * S_US, 100, &more), 1);
+    ck_assert_uint_eq(report_identities(&rp), 1);
+    report_fini(&rp);
+}
+END_TEST
+
+START_TEST(test_new_key_for_a_committed_order_is_flagged_after_the_ttl_too)
+{
+    struct report rp;
+    ck_assert_int_eq(report_init(&rp, 1000, 0, 1, TTL_US), 0);
+    struct journal_entry a = confirm(0, "ord_kept", "key-a", 200);
+    a.committed = true;
+    run_one(&rp, a, 0, 1);
+    ck_assert_uint_eq(report_sweep(&rp, T0_US + 1000 * S_US, 100, NULL), 1);
+    /* The orderId's history lives as the ledger's payment does: key-b 1000 s later is still a
+     * second key for a committed order. */
+    run_one(&rp, confirm(0, "ord_kept", "key-b", 400), 1000, 2);
+    ck_assert_int_eq(state_count(&rp, "new_key_resend"), 1);
+    report_fini(&rp);
+}
+END_TEST
+
+START_TEST(test_identity_swept_while_a_failure_event_awaits_its_resend_lets_the_event_end)
+{
+    struct report rp;
+    ck_assert_int_eq(report_init(&rp, 1000, 0, 1, TTL_US), 0);
+    char oid[32], key[32];
+    for (int i = 0; i < 4; i++) { /* four 500s: one failure event, four identities owe it */
+        snprintf(oid, sizeof oid, "ord_fail_%d", i);
+        snprintf(key, sizeof key, "key-fail-%d", i);
+        run_one(&rp, confirm(0, oid, key, 500), i * 0.001, (uint64_t)i + 1);
+    }
+    run_one(&rp, confirm(0, "ord_ok", "key-ok", 200), 1, 5); /* a success closes it */
+    ck_assert_ptr_nonnull(rp.unfinished); /* closed, still owed four resends */
+    ck_assert_uint_eq(report_sweep(&rp, T0_US + 31 * S_US, 100, NULL), 5);
+    ck_assert_ptr_null(rp.unfinished); /* nobody owes it anything now: judged and freed */
+    ck_assert_int_eq(state_count(&rp, "synchronized_retries"), 0);
+    report_fini(&rp);
+}
+END_TEST
+
+START_TEST(test_memory_of_swept_identities_is_reused_by_new_ones)
+{
+    struct report rp;
+    ck_assert_int_eq(report_init(&rp, 1000000, 0, 1, TTL_US), 0);
+    char key[40];
+    uint64_t id = 1;
+    for (int round = 0; round < 5; round++) {
+        for (int i = 0; i < 2000; i++) { /* a fresh key per request, each a 36-byte key */
+            snprintf(key, sizeof key, "%08d-0000-4000-8000-%012d", round, i);
+            struct journal_entry e = confirm(0, NULL, key, 400);
+            e.payment_key = NULL;
+            run_one(&rp, e, round * 60.0 + i * 0.001, id++);
+        }
+        ck_assert_uint_eq(report_identities(&rp), 2000);
+        struct report_chunk *newest = rp.chunks;
+        size_t used = rp.chunk_used;
+        ck_assert_uint_eq(report_sweep(&rp, T0_US + (round * 60 + 32) * S_US, 100000, NULL),
+                          2000);
+        ck_assert_uint_eq(report_identities(&rp), 0);
+        if (round > 0) { /* the second round on took every record from the spare lists */
+            ck_assert_ptr_eq(rp.chunks, newest);
+            ck_assert_uint_eq(rp.chunk_used, used);
+        }
+    }
+    report_fini(&rp);
+}
+END_TEST
+
+START_TEST(test_identities_larger_than_every_size_class_are_swept_and_freed)
+{
+    struct report rp;
+    ck_assert_int_eq(report_init(&rp, 1000, 0, 1, TTL_US), 0);
+    char key[2001];
+    memset(key, 'k', 2000);
+    key[2000] = '\0';
+    struct journal_entry e = confirm(0, NULL, key, 400);
+    run_one(&rp, e, 0, 1);
+    run_one(&rp, e, 1, 2);
+    ck_assert_int_eq(state_count(&rp, "retried_4xx"), 1);
+    ck_assert_uint_eq(report_sweep(&rp, T0_US + 31 * S_US, 100, NULL), 1);
+    run_one(&rp, e, 32, 3);
+    ck_assert_int_eq(state_count(&rp, "retried_4xx"), 1);
+    report_fini(&rp); /* one is held at the end: freed here (no leak under ASan) */
+}
+END_TEST
+
+START_TEST(test_sweep_looks_at_most_at_its_budget)
+{
+    struct report rp;
+    ck_assert_int_eq(report_init(&rp, 1000, 0, 1, TTL_US), 0);
+    char key[32];
+    for (int i = 0; i < 10; i++) {
+        snprintf(key, sizeof key, "key-budget-%d", i);
+        struct journal_entry e = confirm(0, NULL, key, 400);
+        e.payment_key = NULL;
+        run_one(&rp, e, i, (uint64_t)i + 1);
+    }
+    bool more = false;
+    ck_assert_uint_eq(report_sweep(&rp, T0_US + 100 * S_US, 4, &more), 4);
+    ck_assert(more);
+    ck_assert_uint_eq(report_sweep(&rp, T0_US + 100 * S_US, 4, &more), 4);
+    ck_assert(more);
+    ck_assert_uint_eq(report_sweep(&rp, T0_US + 100 * S_US, 4, &more), 2);
+    ck_assert(!more);
+    ck_assert_uint_eq(report_identities(&rp), 0);
     report_fini(&rp);
 }
 END_TEST
@@ -528,6 +733,16 @@ Suite *make_suite(void)
     tcase_add_test(kinds, test_report_flags_more_than_3_arrivals_in_one_failure_event_as_retry_storm);
     tcase_add_test(kinds, test_report_a_success_ends_the_failure_event);
     suite_add_tcase(s, kinds);
+    TCase *aging = tcase_create("aging");
+    tcase_add_test(aging, test_identity_unused_for_the_ttl_is_swept_and_its_resend_is_a_first_arrival);
+    tcase_add_test(aging, test_identity_idle_for_the_ttl_is_a_first_arrival_before_any_sweep);
+    tcase_add_test(aging, test_identity_of_a_request_in_progress_is_not_swept_until_it_ends);
+    tcase_add_test(aging, test_new_key_for_a_committed_order_is_flagged_after_the_ttl_too);
+    tcase_add_test(aging, test_identity_swept_while_a_failure_event_awaits_its_resend_lets_the_event_end);
+    tcase_add_test(aging, test_memory_of_swept_identities_is_reused_by_new_ones);
+    tcase_add_test(aging, test_identities_larger_than_every_size_class_are_swept_and_freed);
+    tcase_add_test(aging, test_sweep_looks_at_most_at_its_budget);
+    suite_add_tcase(s, aging);
     TCase *shape = tcase_create("shape");
     tcase_add_test(shape, test_report_examples_are_distinct_and_at_most_10);
     tcase_add_test(shape, test_report_lists_kinds_in_a_fixed_order);
