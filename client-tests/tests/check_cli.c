@@ -330,7 +330,15 @@ START_TEST(test_lone_binary_starts_with_builtin_normal_and_confirms)
     ck_assert(f && fscanf(f, "%d", &s.port) == 1);
     fclose(f);
     fg_basic_auth(FG_DEFAULT_SECRET_KEY ":", s.auth_header, sizeof s.auth_header);
+    /* The port file is written before the ready line is printed: wait for the whole line. */
     char *ready = slurp(out);
+    while (strchr(ready, '\n') == NULL) {
+        ck_assert_msg(wait_exit(pid, 0) == -1 && fg_now_ms() <= deadline,
+                      "no ready line after the port file; stdout: %s", ready);
+        free(ready);
+        fg_pause_ms(5);
+        ready = slurp(out);
+    }
     ck_assert_msg(strstr(ready, " profile=normal ") != NULL, "ready line: %s", ready);
     free(ready);
 
