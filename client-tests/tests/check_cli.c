@@ -520,7 +520,6 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_report_sends_the_admin_token_and_exits_2_without_it);
 
     tc = add_tcase(su, "probe", 30);
-    tcase_add_test(tc, test_probe_timeout_gives_up_with_1_within_the_timeout);
     tcase_add_test(tc, test_probe_waits_for_a_server_that_starts_after_it);
     tcase_add_test(tc, test_probe_usage_errors_exit_2_naming_the_flag);
 
@@ -533,5 +532,8 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_unknown_flag_exits_2_with_a_suggestion);
     tcase_add_test(tc, test_value_out_of_range_names_the_range);
     tcase_add_test(tc, test_port_in_use_says_so_once);
+    /* Bounds on wall-clock time: not under make memcheck (testkit.h). */
+    tc = add_timing_tcase(su, "probe_timing", 30);
+    tcase_add_test(tc, test_probe_timeout_gives_up_with_1_within_the_timeout);
     return su;
 }

@@ -1742,7 +1742,6 @@ Suite *make_suite(void)
 
     tc = add_tcase(su, "faults", 30);
     tcase_add_test(tc, test_drop_p1_sends_nothing);
-    tcase_add_test(tc, test_duplicate_p1_delivers_twice_with_the_same_id_and_body);
     tcase_add_test(tc, test_delay_300ms_holds_the_first_attempt);
     tcase_add_test(tc, test_faults_repeat_with_the_same_seed);
 
@@ -1773,5 +1772,8 @@ Suite *make_suite(void)
     tc = add_tcase(su, "clock", 30);
     tcase_add_test(tc, test_session_expiry_fires_expired_on_the_clock);
     tcase_add_test(tc, test_idempotency_ttl_follows_the_clock);
+    /* Bounds on wall-clock time: not under make memcheck (testkit.h). */
+    tc = add_timing_tcase(su, "faults_timing", 30);
+    tcase_add_test(tc, test_duplicate_p1_delivers_twice_with_the_same_id_and_body);
     return su;
 }
