@@ -6,6 +6,8 @@
 #   make test SANITIZE=1  the same under AddressSanitizer + UndefinedBehaviorSanitizer (build/san)
 #   make test SANITIZE=thread  the unit and black-box suites under ThreadSanitizer, the server
 #                         too (build/tsan; not the browser test); fails on any race reported
+#   make memcheck         the black-box suites with every server under valgrind memcheck; fails
+#                         on any memory error or definite/indirect leak (logs: build/memcheck-logs)
 #   make clean            remove build/ (objects, binaries, the container and fresh-test caches)
 #   make docker           build the container image fakegate:latest (docker/)
 #   make docker-test      build the image, run it and smoke-test it
@@ -90,6 +92,12 @@ DEPS_SET  := server
 ifneq ($(filter test experiments build/tests/% build/client-tests/% build/san/% build/tsan/%,$(MAKECMDGOALS)),)
 DEPS_SET  := test
 endif
+ifneq ($(filter memcheck,$(MAKECMDGOALS)),)
+DEPS_SET  := memcheck
+ifneq ($(SANITIZE),0)
+$(error make memcheck runs the plain build: valgrind cannot run a sanitizer build (SANITIZE=0))
+endif
+endif
 deps:
 	@scripts/install-deps $(DEPS_SET)
 
@@ -143,6 +151,25 @@ test: deps $(BUILD)/fakegate $(UNIT_BIN) $(BB_BIN)
 	  SANITIZE=$(SANITIZE) UI_TEST_DIR=$(abspath $(BUILD)/ui-test) \
 	  SANITIZER_LOG_DIR=$(abspath $(BUILD)/sanitizer-logs) \
 	  scripts/run-tests $(TEST_RUN)
+
+# make memcheck: every black-box suite (client-tests/tests, check_stress and check_experiments'
+# E1-E4 included) against the plain build/fakegate, each server and one-shot run of it under
+# valgrind's memcheck: the harness starts it through FAKEGATE_WRAP=scripts/memcheck-wrap
+# (--leak-check=full, definite and indirect leaks are errors, exit 99 on any error, one log per
+# process in build/memcheck-logs). It fails on any failed check and on any non-empty log, so also
+# on an error in a server a test ended with SIGKILL (only its leak check is lost). The test
+# binaries run natively, and the unit suites not at all: they are the server's code without its
+# threads and sockets, under ASan + UBSan in make test SANITIZE=1 already. Check timeouts are 20
+# times as long, the harness's start and stop waits 6 times. Out: the test cases tagged "timing"
+# (add_timing_tcase, client-tests/tests/testkit.h), 4 tests that bound a wall-clock time
+# (resends within 10 ms, a probe's give-up time, a 1.5 s throttle window, a webhook duplicate's
+# gap), which a server 20-50 times slower makes meaningless; and the browser test (the page's
+# JavaScript; the routes it polls are in the black-box suites).
+.PHONY: memcheck
+memcheck: deps $(BUILD)/fakegate $(BB_BIN)
+	@FAKEGATE_BIN=$(abspath $(BUILD)/fakegate) FAKEGATE_PROFILES=$(abspath profiles) \
+	  MEMCHECK=1 SANITIZER_LOG_DIR=$(abspath $(BUILD)/memcheck-logs) \
+	  scripts/run-tests $(BB_BIN)
 
 clean:
 	rm -rf build
