@@ -158,9 +158,9 @@ test: deps $(BUILD)/fakegate $(UNIT_BIN) $(BB_BIN)
 # (--leak-check=full, definite and indirect leaks are errors, exit 99 on any error, one log per
 # process in build/memcheck-logs). It fails on any failed check and on any non-empty log, so also
 # on an error in a server a test ended with SIGKILL (only its leak check is lost). The test
-# binaries run natively, and the unit suites not at all: they are the server's code without its
-# threads and sockets, under ASan + UBSan in make test SANITIZE=1 already. Check timeouts are 20
-# times as long, the harness's start and stop waits 6 times. Out: the test cases tagged "timing"
+# binaries run natively, and the unit suites not at all: make test SANITIZE=1 runs them under
+# ASan + UBSan, whose LeakSanitizer fails them on a leak already. Check timeouts are 20 times as
+# long, the harness's start and stop waits 6 times. Out: the test cases tagged "timing"
 # (add_timing_tcase, client-tests/tests/testkit.h), 4 tests that bound a wall-clock time
 # (resends within 10 ms, a probe's give-up time, a 1.5 s throttle window, a webhook duplicate's
 # gap), which a server 20-50 times slower makes meaningless; and the browser test (the page's
