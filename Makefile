@@ -4,6 +4,10 @@
 #   make test             every Check suite (server/tests) and black-box test (client-tests);
 #                         ends with "N passed, M failed"
 #   make test SANITIZE=1  the same under AddressSanitizer + UndefinedBehaviorSanitizer (build/san)
+#   make test SANITIZE=thread  the unit and black-box suites under ThreadSanitizer, the server
+#                         too (build/tsan; not the browser test); fails on any race reported
+#   make memcheck         the black-box suites with every server under valgrind memcheck; fails
+#                         on any memory error or definite/indirect leak (logs: build/memcheck-logs)
 #   make clean            remove build/ (objects, binaries, the container and fresh-test caches)
 #   make docker           build the container image fakegate:latest (docker/)
 #   make docker-test      build the image, run it and smoke-test it
@@ -39,9 +43,14 @@ SANITIZE  ?= 0
 ifeq ($(SANITIZE),1)
 BUILD     := build/san
 SANFLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-else
+else ifeq ($(SANITIZE),thread)
+BUILD     := build/tsan
+SANFLAGS  := -fsanitize=thread -fno-omit-frame-pointer
+else ifeq ($(SANITIZE),0)
 BUILD     := build
 SANFLAGS  :=
+else
+$(error SANITIZE=$(SANITIZE): use 1 (address + undefined) or thread)
 endif
 
 WARN      := -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wstrict-prototypes \
@@ -89,11 +98,17 @@ help:
 # holds the one package list, tells what is present and installs what is missing (apt-get
 # update, then apt-get install: as root, through sudo, or it prints the command and stops).
 DEPS_SET  := server
-ifneq ($(filter test experiments build/tests/% build/client-tests/% build/san/%,$(MAKECMDGOALS)),)
+ifneq ($(filter test experiments build/tests/% build/client-tests/% build/san/% build/tsan/%,$(MAKECMDGOALS)),)
 DEPS_SET  := test
 endif
 ifneq ($(filter interop,$(MAKECMDGOALS)),)
 DEPS_SET  := interop
+endif
+ifneq ($(filter memcheck,$(MAKECMDGOALS)),)
+DEPS_SET  := memcheck
+ifneq ($(SANITIZE),0)
+$(error make memcheck runs the plain build: valgrind cannot run a sanitizer build (SANITIZE=0))
+endif
 endif
 deps:
 	@scripts/install-deps $(DEPS_SET)
@@ -125,10 +140,48 @@ run: all
 # page in headless Chromium (client-tests/ui/run: npm ci of its pinned playwright-core into
 # build/ui-test). Prints each suite's Check summary and a final "N passed, M failed" line;
 # fails on any failure or on 0 checks.
+# SANITIZE=thread (build/tsan): everything -- the server, the unit suites and the black-box
+# suites with their testkit -- is built with -fsanitize=thread, since the server's threads
+# (libmicrohttpd's, the scheduler's timer, the webhook sender) are where races would be. Every
+# unit suite and every black-box suite runs, check_stress (20 000 requests from 8 threads, ~30 s
+# here) included; check_experiments runs only its figure test (its E1-E4 are timing-based, as
+# under SANITIZE=1). Out: the live page's browser test (client-tests/ui/run): it tests the page's
+# JavaScript in Chromium, and the server routes it polls (/__admin/ui, timeline, requests, report,
+# webhook deliveries) are all driven by check_admin_timeline, check_admin_journal,
+# check_admin_report and check_webhooks already, so under TSan it would add minutes of npm and
+# Chromium and no server path. scripts/run-tests points TSan at server/tests/tsan.supp and writes
+# each process's reports to build/tsan/sanitizer-logs/tsan.PID: any report fails the run, also
+# one from a server a test ended with SIGKILL. On a kernel whose mmap randomisation is too wide
+# for GCC 12's TSan ("unexpected memory mapping") it runs everything under `setarch -R`.
+ifeq ($(SANITIZE),thread)
+TEST_RUN  := $(UNIT_BIN) $(BB_BIN)
+else
+TEST_RUN  := $(UNIT_BIN) $(BB_BIN) client-tests/ui/run
+endif
 test: deps $(BUILD)/fakegate $(UNIT_BIN) $(BB_BIN)
 	@FAKEGATE_BIN=$(abspath $(BUILD)/fakegate) FAKEGATE_PROFILES=$(abspath profiles) \
 	  SANITIZE=$(SANITIZE) UI_TEST_DIR=$(abspath $(BUILD)/ui-test) \
-	  scripts/run-tests $(UNIT_BIN) $(BB_BIN) client-tests/ui/run
+	  SANITIZER_LOG_DIR=$(abspath $(BUILD)/sanitizer-logs) \
+	  scripts/run-tests $(TEST_RUN)
+
+# make memcheck: every black-box suite (client-tests/tests, check_stress and check_experiments'
+# E1-E4 included) against the plain build/fakegate, each server and one-shot run of it under
+# valgrind's memcheck: the harness starts it through FAKEGATE_WRAP=scripts/memcheck-wrap
+# (--leak-check=full, definite and indirect leaks are errors, exit 99 on any error, one log per
+# process in build/memcheck-logs). It fails on any failed check and on any non-empty log, so also
+# on an error in a server a test ended with SIGKILL (only its leak check is lost). The test
+# binaries run natively, and the unit suites not at all: make test SANITIZE=1 runs them under
+# ASan + UBSan, whose LeakSanitizer fails them on a leak already. Check timeouts are 20 times as
+# long, the harness's start and stop waits 6 times. Out: the test cases tagged "timing"
+# (add_timing_tcase, client-tests/tests/testkit.h), 4 tests that bound a wall-clock time
+# (resends within 10 ms, a probe's give-up time, a 1.5 s throttle window, a webhook duplicate's
+# gap), which a server 20-50 times slower makes meaningless; and the browser test (the page's
+# JavaScript; the routes it polls are in the black-box suites).
+.PHONY: memcheck
+memcheck: deps $(BUILD)/fakegate $(BB_BIN)
+	@FAKEGATE_BIN=$(abspath $(BUILD)/fakegate) FAKEGATE_PROFILES=$(abspath profiles) \
+	  MEMCHECK=1 SANITIZER_LOG_DIR=$(abspath $(BUILD)/memcheck-logs) \
+	  scripts/run-tests $(BB_BIN)
 
 clean:
 	rm -rf build

@@ -26,9 +26,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define START_TIMEOUT_MS 10000
-#define READY_LINE_TIMEOUT_MS 5000
-#define STOP_TIMEOUT_MS 5000
+/* The harness's own waits for a server to start and to stop; a server run through
+ * fg_wrapper() (valgrind, 20-50 times slower to start) gets WRAPPED_SLOWDOWN times as long. */
+#define START_TIMEOUT_MS (10000 * slowdown())
+#define READY_LINE_TIMEOUT_MS (5000 * slowdown())
+#define STOP_TIMEOUT_MS (5000 * slowdown())
+#define WRAPPED_SLOWDOWN 6
 #define DEFAULT_HTTP_TIMEOUT_MS 10000L
 #define MAX_BODY_BYTES (64u * 1024u * 1024u)
 #define MAX_ARGS 64
@@ -177,6 +180,17 @@ static const char *fakegate_bin(void)
     return (b != NULL && b[0] != '\0') ? b : "build/fakegate";
 }
 
+const char *fg_wrapper(void)
+{
+    const char *w = getenv("FAKEGATE_WRAP");
+    return (w != NULL && w[0] != '\0') ? w : NULL;
+}
+
+static int slowdown(void)
+{
+    return fg_wrapper() != NULL ? WRAPPED_SLOWDOWN : 1;
+}
+
 static int status_code(int wstatus)
 {
     if (WIFEXITED(wstatus))
@@ -239,10 +253,20 @@ static void live_remove(const fg_server *s)
 
 /* ---- spawning ------------------------------------------------------------------------------ */
 
-/* fork + exec argv[0] with stdin /dev/null, stdout out_fd, stderr err_fd. The child gets
- * SIGKILL when the calling thread dies. Only async-signal-safe calls between fork and exec. */
+/* fork + exec argv[0] (through fg_wrapper() when set) with stdin /dev/null, stdout out_fd,
+ * stderr err_fd. The child gets SIGKILL when the calling thread dies. Only async-signal-safe
+ * calls between fork and exec. argv holds at most MAX_ARGS + 16 words and its NULL. */
 static pid_t spawn(char *const argv[], int out_fd, int err_fd, char err[FG_ERR_LEN])
 {
+    char *wrapped[MAX_ARGS + 18];
+    if (fg_wrapper() != NULL) {
+        size_t n = 0;
+        wrapped[n++] = (char *)fg_wrapper();
+        for (size_t i = 0; argv[i] != NULL && n < MAX_ARGS + 17; i++)
+            wrapped[n++] = argv[i];
+        wrapped[n] = NULL;
+        argv = wrapped;
+    }
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (devnull < 0) {
         set_err(err, "open /dev/null: %s", strerror(errno));

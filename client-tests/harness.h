@@ -61,15 +61,24 @@ typedef struct fg_server {
     int stdout_fd;                    /* read end of the stdout pipe, or -1 */
 } fg_server;
 
-/* Start $FAKEGATE_BIN (default "build/fakegate") with `--port 0 --port-file <tmpdir>/port
- * --quiet` (without --quiet if opts->access_log), the profile, the secret key and opts->args.
- * Waits at most 10 s for the port file to appear non-empty while checking (waitpid WNOHANG)
- * that the child has not exited, then sends one GET /healthz and requires 200 (no retry: the
- * port file must be written only after the socket listens). `opts` may be NULL (all defaults).
- * Returns the server (caller owns it: fg_free), or NULL with a message in `err` (it includes
- * the child's exit status and stderr when the child died). Thread: the child is killed with
- * SIGKILL when the *calling thread* exits (PR_SET_PDEATHSIG), so call it from the thread that
- * outlives the server, normally the test's main thread. */
+/* $FAKEGATE_WRAP when set and not empty, else NULL: a program every server and one-shot run of
+ * this harness is started through, with the server's whole command line as its arguments
+ * (`make memcheck` sets it to scripts/memcheck-wrap, which execs valgrind: the pid a test holds
+ * and signals is still the server's, and so is its exit status, unless valgrind found an error).
+ * An absolute path, since a child may start in another directory. Borrowed from the environment. */
+const char *fg_wrapper(void);
+
+/* Start $FAKEGATE_BIN (default "build/fakegate"), through fg_wrapper() when set, with `--port 0
+ * --port-file <tmpdir>/port --quiet` (without --quiet if opts->access_log), the profile, the secret
+ * key and opts->args. Waits at most 10 s for the port file to appear non-empty while checking
+ * (waitpid WNOHANG) that the child has not exited, then sends one GET /healthz and requires 200 (no
+ * retry: the port file must be written only after the socket listens); with capture_stdout, at most
+ * 5 s for the ready line. Through fg_wrapper() these waits, and fg_stop's, are 6 times as long
+ * (valgrind starts a server 20-50 times slower). `opts` may be NULL (all defaults). Returns the
+ * server (caller owns it: fg_free), or NULL with a message in `err` (it includes the child's exit
+ * status and stderr when the child died). Thread: the child is killed with SIGKILL when the
+ * *calling thread* exits (PR_SET_PDEATHSIG), so call it from the thread that outlives the server,
+ * normally the test's main thread. */
 fg_server *fg_start(const fg_opts *opts, char err[FG_ERR_LEN]);
 
 /* Send signal `sig` to the server's own pid (never a group). Returns 0, or -1 if it is not
@@ -81,9 +90,10 @@ int fg_kill(const fg_server *s, int sig);
  * child is left running). Idempotent once the child has been collected. */
 int fg_wait(fg_server *s, int timeout_ms);
 
-/* SIGTERM, then fg_wait 5 s; on timeout SIGKILL and collect. Returns the exit status as
- * fg_wait does (137 after the fallback SIGKILL), so a clean shutdown returns 0. Leaves the
- * temp dir in place (tests check the port file is gone); fg_free removes it. */
+/* SIGTERM, then fg_wait 5 s (30 s through fg_wrapper()); on timeout SIGKILL and collect.
+ * Returns the exit status as fg_wait does (137 after the fallback SIGKILL), so a clean shutdown
+ * returns 0. Leaves the temp dir in place (tests check the port file is gone); fg_free removes
+ * it. */
 int fg_stop(fg_server *s);
 
 /* Kill (SIGKILL) the child if still running, collect it, close the pipe, delete the temp dir
@@ -105,10 +115,10 @@ typedef struct fg_run_result {
     char *err;         /* stderr, NUL-terminated, never NULL after fg_run */
 } fg_run_result;
 
-/* Run $FAKEGATE_BIN with exactly `args` (NULL-terminated, may be NULL) — no implicit flags —
- * stdin /dev/null, stdout and stderr captured. Waits at most `timeout_ms` ms, then SIGKILLs it
- * (exit_status -1). Returns 0, or -1 if it could not be started (message in `err`).
- * Caller owns `out`'s strings: fg_run_result_fini. */
+/* Run $FAKEGATE_BIN (through fg_wrapper() when set) with exactly `args` (NULL-terminated, may be
+ * NULL) — no implicit flags — stdin /dev/null, stdout and stderr captured. Waits at most
+ * `timeout_ms` ms, then SIGKILLs it (exit_status -1). Returns 0, or -1 if it could not be started
+ * (message in `err`). Caller owns `out`'s strings: fg_run_result_fini. */
 int fg_run(const char *const *args, int timeout_ms, fg_run_result *out, char err[FG_ERR_LEN]);
 void fg_run_result_fini(fg_run_result *r);
 

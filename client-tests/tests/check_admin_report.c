@@ -651,7 +651,6 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_report_early_retry);
     tcase_add_test(tc, test_report_new_key_resend);
     tcase_add_test(tc, test_report_key_reuse);
-    tcase_add_test(tc, test_report_synchronized_retries);
     tcase_add_test(tc, test_report_retry_storm);
     tcase_add_test(tc, test_report_well_behaved_client_has_no_findings);
     tcase_add_test(tc, test_report_ignores_answers_the_client_never_got);
@@ -661,5 +660,8 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_report_client_obeying_an_http_date_is_not_early);
     tcase_add_test(tc, test_report_new_key_resend_by_payment_key);
     tcase_add_test(tc, test_report_new_key_resend_without_any_key_after_a_committed_500);
+    /* Bounds on wall-clock time: not under make memcheck (testkit.h). */
+    tc = add_timing_tcase(su, "report_timing", 30);
+    tcase_add_test(tc, test_report_synchronized_retries);
     return su;
 }

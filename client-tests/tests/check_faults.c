@@ -1034,7 +1034,6 @@ Suite *make_suite(void)
 
     tc = add_tcase(su, "throttle", 30);
     tcase_add_test(tc, test_token_bucket_burst_then_refuse);
-    tcase_add_test(tc, test_window_throttle_retry_after_and_reopen);
     tcase_add_test(tc, test_window_client_returning_when_told_is_admitted);
     tcase_add_test(tc, test_throttle_retry_after_formats_status_and_bodies);
 
@@ -1047,5 +1046,8 @@ Suite *make_suite(void)
 
     tc = add_tcase(su, "shipped", 60);
     tcase_add_test(tc, test_shipped_profiles_load_by_name);
+    /* Bounds on wall-clock time: not under make memcheck (testkit.h). */
+    tc = add_timing_tcase(su, "throttle_timing", 30);
+    tcase_add_test(tc, test_window_throttle_retry_after_and_reopen);
     return su;
 }

@@ -350,6 +350,13 @@ TCase *add_tcase(Suite *su, const char *name, double timeout_s)
     return tc;
 }
 
+TCase *add_timing_tcase(Suite *su, const char *name, double timeout_s)
+{
+    TCase *tc = add_tcase(su, name, timeout_s);
+    tcase_set_tags(tc, "timing");
+    return tc;
+}
+
 void check_main_setup(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);

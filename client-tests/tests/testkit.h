@@ -276,6 +276,12 @@ extern const char *const OUTCOMES[N_OUTCOMES];
 
 /* A new test case `name` with this timeout (seconds), already added to `su`. */
 TCase *add_tcase(Suite *su, const char *name, double timeout_s);
+/* add_tcase for tests whose assertions bound how long the server takes in wall-clock time
+ * (resends arriving within 10 ms of each other, a probe giving up within its timeout, requests
+ * landing inside a 1.5 s throttle window): the case is tagged "timing", and `make memcheck`
+ * excludes that tag (CK_EXCLUDE_TAGS=timing), since under valgrind the server runs 20-50 times
+ * slower and such a bound says nothing. Every other build runs them. */
+TCase *add_timing_tcase(Suite *su, const char *name, double timeout_s);
 /* Every black-box binary runs through the shared main (server/tests/check_main.h): a suite
  * defines make_suite(). testkit.c defines the check_main_setup() hook for all of them:
  * curl_global_init(CURL_GLOBAL_DEFAULT) once, before any test forks or starts a thread that

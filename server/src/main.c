@@ -645,44 +645,44 @@ static int run(struct cli *clip, int argc, char **argv)
         rnd[0] = (uint64_t)now_unix_us() ^ ((uint64_t)getpid() << 32), rnd[1] = ~rnd[0];
     uint64_t seed = cfg->has_seed ? cfg->seed : profile->has_seed ? profile->seed : rnd[0] >> 1;
 
+    /* From here every exit, a failed start too (a port in use, say), undoes what was started
+     * in reverse order: the gateway holds the journal's ring, the profile and the tenants. */
     struct gateway gw;
-    if (gateway_init(&gw, cfg, profile_find_resolver, &search, profile, seed, rnd[1]) != 0 ||
-        observe_init(&gw) != 0) {
+    if (gateway_init(&gw, cfg, profile_find_resolver, &search, profile, seed, rnd[1]) != 0) {
         fprintf(stderr, "fakegate: out of memory\n");
         return 1;
     }
     struct statefile *sf = NULL;
+    if (observe_init(&gw) != 0) {
+        fprintf(stderr, "fakegate: out of memory\n");
+        goto fail_gateway;
+    }
     if (cfg->state_file && open_state(&gw, cfg, &sf) != 0) {
         gateway_fini(&gw);
-        return 2;
+        return 2; /* a state file that cannot be read back is a usage error, as a profile's */
     }
     struct webhooks *wh = webhooks_start(&gw, cfg->webhook_urls, cfg->n_webhook_urls,
                                          cfg->webhook_max_pending, cfg->quiet, err);
     if (!wh) {
         fprintf(stderr, "fakegate: %s\n", err);
-        return 1;
+        goto fail_gateway;
     }
     struct sched sched;
     if (sched_start(&sched, err, sizeof err) != 0) {
         fprintf(stderr, "fakegate: %s\n", err);
-        webhooks_stop(wh);
-        return 1;
+        goto fail_webhooks;
     }
     struct http_server *h = http_start(cfg, &sched, &gw, rnd[1], err, sizeof err);
     if (!h) {
         fprintf(stderr, "fakegate: %s\n", err);
         sched_drain(&sched);
-        sched_fini(&sched);
-        webhooks_stop(wh);
-        return 1;
+        goto fail_sched;
     }
     unsigned port = http_port(h);
     if (cfg->port_file && write_port_file(cfg->port_file, port) != 0) {
         fprintf(stderr, "fakegate: --port-file %s: %s\n", cfg->port_file, strerror(errno));
         http_stop(h, 0);
-        sched_fini(&sched);
-        webhooks_stop(wh);
-        return 1;
+        goto fail_sched;
     }
     unsigned conns = http_connection_limit(h);
     if (cfg->max_connections > conns) /* a warning: what was asked for is not in force */
@@ -742,4 +742,13 @@ static int run(struct cli *clip, int argc, char **argv)
     bool lost = sf && atomic_load(&sf->failed);
     statefile_free(sf);
     return lost ? 1 : 0;
+
+fail_sched:
+    sched_fini(&sched);
+fail_webhooks:
+    webhooks_stop(wh);
+fail_gateway:
+    gateway_fini(&gw);
+    statefile_free(sf);
+    return 1;
 }

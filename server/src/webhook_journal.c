@@ -487,40 +487,47 @@ static bool matches(const struct delivery *d, const struct delivery_filter *f)
            (f->status < 0 || (int)d->status == f->status);
 }
 
-/* The first delivery matching `f` that the journal shows, newest `f->limit` (0: all). Lock
+/* The deliveries the journal shows, as w->all[*from, *end): those with ids up to `upto` (the
+ * newest when the listing began), of which the newest `f->limit` (0: all) matching `f`. Lock
  * held. */
-static size_t journal_from(struct webhooks *w, const struct delivery_filter *f)
+static void journal_range(struct webhooks *w, const struct delivery_filter *f, uint64_t upto,
+                          size_t *from, size_t *end)
 {
-    size_t from = w->n_all, found = 0;
-    while (from > 0 && (f->limit == 0 || found < f->limit))
-        if (matches(w->all[--from], f))
+    size_t e = w->n_all, found = 0;
+    while (e > 0 && w->all[e - 1]->id > upto)
+        e--;
+    size_t at = e;
+    while (at > 0 && (f->limit == 0 || found < f->limit))
+        if (matches(w->all[--at], f))
             found++;
-    return from;
+    *from = at;
+    *end = e;
 }
 
-/* Render the bodies the journal is about to show (deliveries matching `f`, or with f NULL the
- * one delivery `id`) that were never needed yet. Takes the locks itself, one at a time. */
-static void journal_bodies(struct webhooks *w, const struct delivery_filter *f, uint64_t id)
+/* The events of w->all[from, end) matching `f` whose body was never needed yet (neither
+ * rendered nor unrenderable), each with a reference taken, into a new array *ev (NULL when
+ * none; out of memory: fewer). Lock held. Returns how many. */
+static size_t missing_bodies(struct webhooks *w, const struct delivery_filter *f, size_t from,
+                             size_t end, struct event ***ev)
 {
-    struct event **ev = NULL;
     size_t n = 0, cap = 0;
-    pthread_mutex_lock(&w->lock);
-    size_t from = f ? journal_from(w, f) : 0;
-    for (size_t i = from; i < w->n_all; i++) {
+    *ev = NULL;
+    for (size_t i = from; i < end; i++) {
         struct delivery *d = w->all[i];
-        if (f ? !matches(d, f) : d->id != id)
-            continue;
-        if (d->ev->body || d->ev->unrenderable ||
-            !wh_grow((void **)&ev, &cap, n + 1, sizeof *ev))
+        if (!matches(d, f) || d->ev->body || d->ev->unrenderable ||
+            !wh_grow((void **)ev, &cap, n + 1, sizeof **ev))
             continue;
         d->ev->refs++;
-        ev[n++] = d->ev;
+        (*ev)[n++] = d->ev;
     }
-    pthread_mutex_unlock(&w->lock);
-    if (n == 0) {
-        free(ev);
-        return;
-    }
+    return n;
+}
+
+/* Render ev[0..n)'s bodies, drop the references missing_bodies took and free ev. Called
+ * without the webhooks lock: rendering takes the store lock, then the webhooks lock, one at a
+ * time. */
+static void render_missing(struct webhooks *w, struct event **ev, size_t n)
+{
     struct buf scratch;
     buf_init(&scratch);
     wh_ensure_bodies(w, ev, n, &scratch);
@@ -535,12 +542,25 @@ static void journal_bodies(struct webhooks *w, const struct delivery_filter *f, 
 void webhooks_render_deliveries(struct webhooks *w, const struct delivery_filter *f,
                                 struct buf *b)
 {
-    journal_bodies(w, f, 0);
+    /* Bodies are rendered lazily (a dropped delivery's only here), and outside the webhooks
+     * lock; so the listing is written in the same lock section that found none of its
+     * deliveries without a body. It shows the journal as of its start: a delivery filed while
+     * bodies were being rendered waits for the next call (the set is fixed, so this ends). */
     pthread_mutex_lock(&w->lock);
-    size_t from = journal_from(w, f);
+    uint64_t upto = w->n_all ? w->all[w->n_all - 1]->id : 0;
+    size_t from, end, n;
+    struct event **ev;
+    for (;;) {
+        journal_range(w, f, upto, &from, &end);
+        if ((n = missing_bodies(w, f, from, end, &ev)) == 0)
+            break;
+        pthread_mutex_unlock(&w->lock);
+        render_missing(w, ev, n);
+        pthread_mutex_lock(&w->lock);
+    }
     buf_adds(b, "{\"deliveries\":[");
     bool first = true;
-    for (size_t i = from; i < w->n_all; i++) {
+    for (size_t i = from; i < end; i++) {
         if (!matches(w->all[i], f))
             continue;
         if (!first)
@@ -554,9 +574,19 @@ void webhooks_render_deliveries(struct webhooks *w, const struct delivery_filter
 
 int webhooks_resend(struct webhooks *w, const struct tenant *t, uint64_t id, struct buf *b)
 {
-    journal_bodies(w, NULL, id);
     pthread_mutex_lock(&w->lock);
-    struct delivery *d = wh_find(w, id);
+    struct delivery *d;
+    /* Its body first, as in webhooks_render_deliveries (and for the same reason). */
+    while ((d = wh_find(w, id)) && !d->ev->body && !d->ev->unrenderable) {
+        struct event **ev = malloc(sizeof *ev);
+        if (!ev)
+            break;
+        d->ev->refs++;
+        ev[0] = d->ev;
+        pthread_mutex_unlock(&w->lock);
+        render_missing(w, ev, 1);
+        pthread_mutex_lock(&w->lock);
+    }
     if (d && t && d->ev->tenant != t)
         d = NULL; /* another tenant's: not this one's to see */
     bool ok = d && wh_grow((void **)&w->resends, &w->cap_resends, w->n_resends + 1,
