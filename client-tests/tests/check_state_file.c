@@ -421,10 +421,12 @@ START_TEST(test_state_flags_refuse_bad_values_with_the_reason)
     const char *a1[] = {"--state-fsync", "sometimes", NULL};
     const char *a2[] = {"--port", "0", "--state-file", "/nonexistent-dir/state.log", NULL};
     const char *a3[] = {"--state-file=", NULL};
+    const char *a4[] = {"--port", "0", "--state-file", "/dev/zero", NULL};
     struct { const char *const *args; const char *want; } cases[] = {
         {a1, "fakegate: --state-fsync sometimes: must be never or always"},
         {a2, "fakegate: --state-file /nonexistent-dir/state.log: No such file or directory"},
         {a3, "fakegate: --state-file '': must not be empty"},
+        {a4, "fakegate: --state-file /dev/zero: not a regular file"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         fg_run_result rr;

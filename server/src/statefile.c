@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "idem.h"
@@ -29,8 +30,14 @@ struct statefile *statefile_open(const char *path, enum statefile_sync sync, cha
         return NULL;
     }
     sf->fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-    if (sf->fd < 0) {
-        snprintf(err, ERR_LEN, "--state-file %s: %s", path, strerror(errno));
+    struct stat st;
+    /* A device or a pipe has no end to replay to (/dev/zero reads for ever): a regular file. */
+    bool regular = sf->fd >= 0 && fstat(sf->fd, &st) == 0 && S_ISREG(st.st_mode);
+    if (!regular) {
+        snprintf(err, ERR_LEN, "--state-file %s: %s", path,
+                 sf->fd < 0 ? strerror(errno) : "not a regular file");
+        if (sf->fd >= 0)
+            close(sf->fd);
         free(sf->path);
         free(sf);
         return NULL;
