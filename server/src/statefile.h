@@ -67,9 +67,10 @@ void statefile_free(struct statefile *sf);
  * then release the idempotency records left PROCESSING (appending their release, so the
  * file stays consistent), restore the gateway clock's offset and drop an incomplete last line
  * (truncating the file to its last complete line). Stores emit no events while it runs: no
- * webhook is sent again, no metric counts it. Returns 0 with *st filled, or -1 with
- * "PATH:LINE:COLUMN: message" in err (a line that is not a record, a record that contradicts
- * the state before it). Thread: main, before the daemon starts and before any request. */
+ * webhook is sent again, no metric counts it. Returns 0 with *st filled, or -1 with a message
+ * in err: "PATH:LINE:COLUMN: ..." for a line that is not JSON, "PATH:LINE: record K (kind):
+ * ..." for a record that is malformed or contradicts the state before it. Nothing is appended
+ * or truncated then. Thread: main, before the daemon starts and before any request. */
 int statefile_replay(struct statefile *sf, struct gateway *g, struct statefile_stats *st,
                      char err[ERR_LEN]);
 
