@@ -1238,3 +1238,20 @@ const char *fg_error_code(const fg_response *r)
 {
     return fg_json_str(r->json, "code");
 }
+
+long fg_proc_kb(pid_t pid, const char *field)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    long kb = -1;
+    size_t n = strlen(field);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, field, n) == 0 && line[n] == ':' &&
+            sscanf(line + n + 1, "%ld kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb;
+}

@@ -249,6 +249,10 @@ const char *fg_error_code(const fg_response *r);
 int64_t fg_now_ns(void);
 int64_t fg_now_ms(void);
 
+/* A "kB" field of /proc/<pid>/status -- "VmRSS" (resident now), "VmHWM" (its peak) -- in kB,
+ * or -1 if the process or the field is not there. Thread: any. */
+long fg_proc_kb(pid_t pid, const char *field);
+
 /* Sleep `ms` milliseconds (nanosleep, restarted on EINTR). For polling loops only, never as
  * synchronisation. */
 void fg_pause_ms(long ms);

@@ -255,20 +255,6 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-long sk_rss_kb(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    long kb = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-            break;
-    fclose(f);
-    return kb;
-}
 
 /* fakegate_idempotency_records from /metrics, or -1. */
 static long idem_records(const fg_server *s, CURL *h)
@@ -341,13 +327,13 @@ int sk_run(const fg_server *s, const sk_config *c, sk_result *out, FILE *progres
         curl_easy_cleanup(probe);
         return -1;
     }
-    if (sk_rss_kb(s->pid) < 0) {
+    if (fg_proc_kb(s->pid, "VmRSS") < 0) {
         snprintf(err, FG_ERR_LEN, "cannot read /proc/%d/status", (int)s->pid);
         free(ws);
         curl_easy_cleanup(probe);
         return -1;
     }
-    out->samples[out->n_samples++] = (sk_sample){0, sk_rss_kb(s->pid), 0, idem_records(s, probe)};
+    out->samples[out->n_samples++] = (sk_sample){0, fg_proc_kb(s->pid, "VmRSS"), 0, idem_records(s, probe)};
     if (progress) {
         sk_print_sample(progress, &out->samples[0]);
         fflush(progress);
@@ -371,7 +357,7 @@ int sk_run(const fg_server *s, const sk_config *c, sk_result *out, FILE *progres
     for (int i = 1; rc == 0 && i * c->sample_s <= c->seconds && out->n_samples < SK_MAX_SAMPLES;
          i++) {
         sleep_until_ns(t0 + (int64_t)i * c->sample_s * 1000000000);
-        sk_sample sm = {i * c->sample_s, sk_rss_kb(s->pid), atomic_load(&r.requests),
+        sk_sample sm = {i * c->sample_s, fg_proc_kb(s->pid, "VmRSS"), atomic_load(&r.requests),
                         idem_records(s, probe)};
         if (sm.rss_kb < 0) {
             snprintf(err, FG_ERR_LEN, "fakegate (pid %d) is gone at t=%ds", (int)s->pid, sm.t_s);

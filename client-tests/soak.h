@@ -92,7 +92,5 @@ void sk_print(FILE *f, const sk_config *c, const sk_result *r);
 /* One progress line for sample `sm` (the format sk_print's series uses). */
 void sk_print_sample(FILE *f, const sk_sample *sm);
 
-/* VmRSS of process `pid` in kB, or -1. */
-long sk_rss_kb(pid_t pid);
 
 #endif

@@ -1380,17 +1380,3 @@ void st_print(FILE *f, const st_config *c, const st_result *r, long peak_rss_kb)
         fprintf(f, "fakegate peak RSS (VmHWM): %ld kB\n", peak_rss_kb);
 }
 
-long st_peak_rss_kb(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    long kb = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
-            break;
-    fclose(f);
-    return kb;
-}

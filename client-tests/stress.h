@@ -107,7 +107,5 @@ int st_run(const fg_server *s, const st_config *c, st_result *out, char err[FG_E
  * totals, violations with their first examples, and `peak_rss_kb` unless negative. */
 void st_print(FILE *f, const st_config *c, const st_result *r, long peak_rss_kb);
 
-/* VmHWM of process `pid` in kB (its peak resident set), or -1. */
-long st_peak_rss_kb(pid_t pid);
 
 #endif

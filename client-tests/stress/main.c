@@ -88,7 +88,7 @@ int main(int argc, char **argv)
     }
     st_result r;
     int rc = st_run(s, &c, &r, err);
-    long rss = st_peak_rss_kb(s->pid);
+    long rss = fg_proc_kb(s->pid, "VmHWM");
     int stopped = fg_stop(s);
     st_print(stdout, &c, &r, rss);
     if (rc != 0)
