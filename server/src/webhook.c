@@ -178,11 +178,12 @@ static int on_curl_timer(CURLM *multi, long timeout_ms, void *ctx)
 
 /* ---- the store's subscriber and the inbox ---------------------------------------------------- */
 
-/* Queue one inbound event (the inbox lock is taken here); wake the dispatcher once a batch. */
+/* Queue one inbound event (the inbox lock is taken here); wake the dispatcher only when it is
+ * not polling the inbox already, or when a batch is full. */
 static void inbox_add(struct webhooks *w, const struct inbound *in)
 {
     pthread_mutex_lock(&w->inbox_lock);
-    bool first = w->n_inbox == 0, full = false;
+    bool first = w->n_inbox == 0, full = false, wake = first && !w->inbox_polling;
     bool queued = wh_grow((void **)&w->inbox, &w->cap_inbox, w->n_inbox + 1, sizeof *w->inbox);
     if (queued) {
         w->inbox[w->n_inbox++] = *in;
@@ -193,7 +194,7 @@ static void inbox_add(struct webhooks *w, const struct inbound *in)
     pthread_mutex_unlock(&w->inbox_lock);
     if (!queued)
         wh_event_unref(in->ev); /* out of memory: the event is lost, as any allocation's */
-    if (first || full) /* the dispatcher wakes once per batch, not once per event */
+    if (wake || full) /* the dispatcher wakes once per burst, not once per event */
         wh_wake(w);
 }
 
@@ -368,17 +369,35 @@ void wh_ensure_bodies(struct webhooks *w, struct event **ev, size_t n, struct bu
 }
 
 /* Take the inbox's events once the batch is due; else *wait_ms (if smaller) is set to when it
- * will be. */
+ * will be. While events keep coming the thread polls: after a batch it looks again
+ * INBOX_WAIT_NS later on its own, and the confirms that fill the inbox meanwhile do not wake
+ * it (an eventfd write and a wake-up each, which cost a confirm more than filing its event);
+ * a look that finds the inbox empty ends the polling, and the next event wakes it. An event
+ * waits at most INBOX_WAIT_NS either way. */
 static void drain_inbox(struct webhooks *w, int64_t *wait_ms)
 {
     pthread_mutex_lock(&w->inbox_lock);
-    int64_t left = w->inbox_since_ns + INBOX_WAIT_NS - now_mono_ns();
-    if (w->n_inbox > 0 && w->n_inbox < INBOX_BATCH && left > 0 && !atomic_load(&w->stop)) {
+    int64_t now = now_mono_ns();
+    if (w->n_inbox == 0) {
+        w->inbox_polling = false;
         pthread_mutex_unlock(&w->inbox_lock);
-        int64_t ms = left / NS_PER_MS + 1;
+        return;
+    }
+    int64_t due = w->inbox_since_ns + INBOX_WAIT_NS;
+    if (w->inbox_polling && w->inbox_poll_ns < due)
+        due = w->inbox_poll_ns;
+    if (w->n_inbox < INBOX_BATCH && now < due && !atomic_load(&w->stop)) {
+        w->inbox_polling = true; /* it looks by `due` anyway */
+        w->inbox_poll_ns = due;
+        pthread_mutex_unlock(&w->inbox_lock);
+        int64_t ms = (due - now) / NS_PER_MS + 1;
         *wait_ms = ms < *wait_ms ? ms : *wait_ms;
         return;
     }
+    w->inbox_polling = true;
+    w->inbox_poll_ns = now + INBOX_WAIT_NS;
+    int64_t poll_ms = INBOX_WAIT_NS / NS_PER_MS + 1;
+    *wait_ms = poll_ms < *wait_ms ? poll_ms : *wait_ms;
     /* Swap in the spare array, so the confirms' appends reuse its capacity. */
     struct inbound *in = w->inbox;
     size_t n = w->n_inbox, cap = w->cap_inbox;

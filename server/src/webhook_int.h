@@ -122,6 +122,9 @@ struct webhooks {
     struct inbound *spare;       /* the dispatcher's: the last batch's array, kept for reuse */
     size_t cap_spare;
     int64_t inbox_since_ns;      /* when the oldest event waiting arrived */
+    int64_t inbox_poll_ns;       /* while polling: when the dispatcher looks at the inbox next */
+    bool inbox_polling;          /* the dispatcher looks at the inbox by INBOX_WAIT_NS from now
+                                    on its own: an event need not wake it (see drain_inbox) */
     struct buf scratch;          /* the dispatcher's: one body at a time, rendered */
     struct event **need_spare;   /* the dispatcher's: the last render_needed's array */
     size_t cap_need_spare;
