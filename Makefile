@@ -193,6 +193,9 @@ clean:
 #                    else buildah with local mmdebstrap base images (root; state in build/container)
 # make docker-test   build it, run it and smoke-test it (health, confirm, replay, profile switch,
 #                    HEALTHCHECK, SIGTERM -> exit 0 within 2 s); fails on any failed check
+# Both take DEBIAN=bookworm (default, libmicrohttpd 0.9.75) or DEBIAN=trixie (libmicrohttpd
+# 1.0.1), the image's Debian release (docker/README.md compares them), passed to the scripts
+# in the environment: `make docker-test DEBIAN=trixie DOCKER_IMAGE=fakegate:trixie`.
 DOCKER_IMAGE ?= fakegate:latest
 .PHONY: docker docker-test fresh-test
 docker:

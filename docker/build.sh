@@ -3,6 +3,7 @@
 # `docker build` when a Docker engine answers; otherwise buildah (chroot isolation, host network,
 # local base images made with mmdebstrap, layer cache in build/container). See docker/lib.sh.
 # Environment: ENGINE=docker|podman to force a path, TESTS=unit|all|none (build-stage tests),
+# DEBIAN=bookworm|trixie (the image's Debian release, default bookworm; docker/Dockerfile),
 # CONTAINER_STATE=DIR (podman path's state folder).
 set -euo pipefail
 IMAGE=${1:-${IMAGE:-fakegate:latest}}
@@ -12,6 +13,7 @@ cd "$REPO"
 prepare_engine
 build_args=()
 [ -n "${TESTS:-}" ] && build_args+=(--build-arg "TESTS=$TESTS")
+[ -n "${DEBIAN:-}" ] && build_args+=(--build-arg "DEBIAN=$DEBIAN")
 
 t0=$(now)
 if [ "$ENGINE" = docker ]; then

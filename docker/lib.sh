@@ -97,10 +97,12 @@ apt_sources() {
   done
 }
 
-# debian:bookworm and debian:bookworm-slim in local storage, made with mmdebstrap (~35 s, once).
+# debian:$DEBIAN and debian:$DEBIAN-slim (DEBIAN: the release, bookworm by default, or trixie)
+# in local storage, made with mmdebstrap (~35 s, once per release).
 ensure_base_images() {
-  if podman image exists docker.io/library/debian:bookworm &&
-     podman image exists docker.io/library/debian:bookworm-slim; then
+  local rel=${DEBIAN:-bookworm}
+  if podman image exists "docker.io/library/debian:$rel" &&
+     podman image exists "docker.io/library/debian:$rel-slim"; then
     return 0
   fi
   local srcs mirror security
@@ -108,20 +110,20 @@ ensure_base_images() {
   mirror=$(awk '$2 !~ /-security$|\/updates$/ { print $1; exit }' <<<"$srcs")
   security=$(awk '$2 ~ /-security$|\/updates$/ { print $1; exit }' <<<"$srcs")
   [ -n "$mirror" ] || die "no Debian mirror found in /etc/apt/sources.list{,.d/*} (URIs: lines)"
-  local lists=("deb $mirror bookworm main" "deb $mirror bookworm-updates main")
-  [ -n "$security" ] && lists+=("deb $security bookworm-security main")
+  local lists=("deb $mirror $rel main" "deb $mirror $rel-updates main")
+  [ -n "$security" ] && lists+=("deb $security $rel-security main")
   local include=()
   case "$mirror $security" in *https:*) include=(--include=ca-certificates);; esac
-  log "base images: mmdebstrap bookworm from $mirror${security:+ and $security}"
+  log "base images: mmdebstrap $rel from $mirror${security:+ and $security}"
 
   local t0 rootfs="$CONTAINER_STATE/rootfs"
   t0=$(now)
   rm -rf "$rootfs"
   mmdebstrap --quiet --variant=minbase --mode=root "${include[@]}" \
     --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
-    bookworm "$rootfs" "${lists[@]}"
+    "$rel" "$rootfs" "${lists[@]}"
   tar --numeric-owner -C "$rootfs" -c . |
-    podman import --quiet --change 'CMD ["bash"]' - docker.io/library/debian:bookworm >/dev/null
+    podman import --quiet --change 'CMD ["bash"]' - "docker.io/library/debian:$rel" >/dev/null
   # -slim: the same without docs, man pages and locales, and dpkg told not to bring them back
   # (what the official debian:*-slim images do).
   rm -rf "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* \
@@ -138,7 +140,7 @@ path-exclude /usr/share/linda/*
 path-exclude /usr/share/locale/*
 EOF
   tar --numeric-owner -C "$rootfs" -c . |
-    podman import --quiet --change 'CMD ["bash"]' - docker.io/library/debian:bookworm-slim >/dev/null
+    podman import --quiet --change 'CMD ["bash"]' - "docker.io/library/debian:$rel-slim" >/dev/null
   rm -rf "$rootfs"
   log "base images made in $(elapsed "$t0" "$(now)") s"
 }
