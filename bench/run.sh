@@ -18,7 +18,7 @@
 # for each server in the webhooks scenario, 1-9, default 5), BENCH_KEEP=1 keeps the temp dir.
 # BENCH_ONLY="7" (or "1 3", "5b,7": names separated by spaces or commas) runs only those
 # scenarios: idle, 1 (with 2, which shares its server: "1" or "2" runs both), 3, 4, 5, 5b, 6, 7,
-# 8.
+# 8, 9, 10 (10: instances on one Redis, --store; needs redis-server).
 # nginx is started only when a chosen scenario needs it. A partial run writes results.json and
 # BENCHMARKS.md only where BENCH_OUT_DIR says (never into the repository by default): without
 # it, it prints the table and keeps the files in the temp dir when BENCH_KEEP=1.
@@ -43,7 +43,7 @@ want() { # SCENARIO... -> true when BENCH_ONLY is unset or names one of them
 }
 if [ -n "$ONLY" ]; then
     for s in $ONLY; do
-        case "$s" in idle | 1 | 2 | 3 | 4 | 5 | 5b | 6 | 7 | 8 | 9) ;; *) die "BENCH_ONLY: no scenario '$s'" ;; esac
+        case "$s" in idle | 1 | 2 | 3 | 4 | 5 | 5b | 6 | 7 | 8 | 9 | 10) ;; *) die "BENCH_ONLY: no scenario '$s'" ;; esac
     done
     [ -n "${BENCH_OUT_DIR:-}" ] || OUT_DIR="" # set to the temp dir below
 fi
@@ -63,6 +63,7 @@ command -v jq >/dev/null || missing+=(jq)
 command -v curl >/dev/null || missing+=(curl)
 command -v cc >/dev/null || missing+=(gcc)
 want 7 && ! command -v python3 >/dev/null && missing+=(python3)
+want 10 && ! command -v redis-server >/dev/null && missing+=(redis-server)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then SUDO=()
     elif command -v sudo >/dev/null; then SUDO=(sudo)
@@ -968,6 +969,115 @@ if want 9; then
     result "9 live page" "GET /__admin/timeline?seconds=120 with 10 000 held: slowest answer (baseline column: the median)" "ms" \
         "$PAGE_P_MAX" "${PAGE_P_MED:-null}" lower "" null
 fi
+# --- 10. cluster: instances sharing one Redis (--store redis://) ---------------------------------
+# The claim to measure (issue "N fakegate instances sharing one Redis"): what the shared store
+# costs a confirm. One redis-server (Debian's, on a free port, no persistence) and, in turn:
+# fakegate with the in-memory store (the baseline column), one fakegate on --store
+# redis://127.0.0.1:PORT/0, and three on it behind an nginx upstream (round-robin, keep-alive,
+# `proxy_next_upstream off`). Each: a 2 s warm-up, then wrk unique confirms c50 for
+# BENCH_DURATION s; FLUSHALL between runs so each starts on an empty log. Figures: req/s and p99
+# (wrk's, µs -> ms). Not judged (the issue sets no target); the ratio is with Redis / in memory.
+# Every section of every instance holds one lease in Redis (docs/cluster.md), so the three
+# instances share one serial log: the 3-instance row says what that costs, not a speed-up.
+cluster_conf() { # NGINX_PORT UPSTREAM_PORT... -> nginx.conf on stdout
+    local p up=""
+    for p in "${@:2}"; do up="$up        server 127.0.0.1:$p max_fails=0;
+"; done
+    cat <<CONF
+worker_processes 1;
+daemon off;
+pid $T/nginx-cluster.pid;
+error_log $T/nginx-cluster-error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $T/nginx-body;
+    proxy_temp_path $T/nginx-proxy;
+    fastcgi_temp_path $T/nginx-fastcgi;
+    uwsgi_temp_path $T/nginx-uwsgi;
+    scgi_temp_path $T/nginx-scgi;
+    upstream fakegate {
+$up        keepalive 64;
+    }
+    server {
+        listen 127.0.0.1:$1 backlog=4096;
+        location / {
+            proxy_pass http://fakegate;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_next_upstream off;
+        }
+    }
+}
+CONF
+}
+if want 10; then
+    say "10. cluster: confirms (c50, ${DUR}s) in memory, on Redis, and 3 instances on Redis behind nginx"
+    command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
+        die "scenario 10 needs redis-server and redis-cli (apt-get install redis-server)"
+    RD_PORT=$(free_port) || die "no free port for redis-server"
+    mkdir -p "$T/redis"
+    redis-server --port "$RD_PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$T/redis" \
+        >"$T/redis.out" 2>&1 &
+    RD_PID=$!
+    PIDS+=("$RD_PID")
+    for i in $(seq 200); do redis-cli -p "$RD_PORT" ping >/dev/null 2>&1 && break; sleep 0.02; done
+    redis-cli -p "$RD_PORT" ping >/dev/null 2>&1 || die "redis-server did not start: $(cat "$T/redis.out")"
+    STORE="redis://127.0.0.1:$RD_PORT/0"
+    cl_run() { # NAME URL -> $T/NAME.json
+        wrk_run "$1_warm" unique_idem 50 2 5 "$2"
+        wrk_run "$1" unique_idem 50 "$DUR" 5 "$2"
+    }
+    p99_ms() { jq '(.latency_us.p99 // 0) / 1000 | . * 100 | round / 100' "$T/$1.json"; }
+    start_fg cl_mem "$T/zero.json"
+    cl_run cl_mem "http://127.0.0.1:$FG_PORT/"
+    stop_pid "$FG_PID"
+    start_fg cl_one "$T/zero.json" --store "$STORE"
+    cl_run cl_one "http://127.0.0.1:$FG_PORT/"
+    CL_LOG1=$(redis-cli -p "$RD_PORT" llen fakegate:log)
+    CL_MEM1=$(redis-cli -p "$RD_PORT" info memory | awk -F: '/^used_memory:/ {print $2 + 0}')
+    stop_pid "$FG_PID"
+    redis-cli -p "$RD_PORT" flushall >/dev/null
+    CL_PORTS=()
+    CL_PIDS=()
+    for n in 1 2 3; do
+        start_fg "cl_three_$n" "$T/zero.json" --store "$STORE"
+        CL_PORTS+=("$FG_PORT")
+        CL_PIDS+=("$FG_PID")
+    done
+    CL_NG_PORT=$(free_port) || die "no free port for nginx"
+    cluster_conf "$CL_NG_PORT" "${CL_PORTS[@]}" >"$T/nginx-cluster.conf"
+    nginx -c "$T/nginx-cluster.conf" -e "$T/nginx-cluster-error.log" &
+    CL_NG_PID=$!
+    PIDS+=("$CL_NG_PID")
+    for i in $(seq 200); do
+        curl -sf -o /dev/null "http://127.0.0.1:$CL_NG_PORT/healthz" && break
+        sleep 0.02
+    done
+    curl -sf -o /dev/null "http://127.0.0.1:$CL_NG_PORT/healthz" ||
+        die "nginx (cluster) did not start: $(cat "$T/nginx-cluster-error.log")"
+    cl_run cl_three "http://127.0.0.1:$CL_NG_PORT/"
+    stop_pid "$CL_NG_PID"
+    for p in "${CL_PIDS[@]}"; do stop_pid "$p"; done
+    stop_pid "$RD_PID"
+    d1=$(jq -cn --argjson e "$(errs cl_one)" --argjson be "$(errs cl_mem)" \
+        --argjson lines "${CL_LOG1:-0}" --argjson mem "${CL_MEM1:-0}" \
+        --argjson n "$(jq -s 'map(.requests // 0) | add' "$T/cl_one_warm.json" "$T/cl_one.json")" \
+        '{errors: $e, baseline_errors: $be, confirms: $n, redis_log_lines: $lines,
+          redis_used_memory_bytes: $mem,
+          redis_log_lines_per_confirm: (if $n > 0 then ($lines / $n * 100 | round / 100) else null end),
+          redis_bytes_per_confirm: (if $n > 0 then ($mem / $n | round) else null end)}')
+    result "10 cluster" "confirm throughput, 1 instance on Redis (baseline column: the in-memory store, same run), c50" \
+        "req/s" "$(rate cl_one)" "$(rate cl_mem)" higher "" null "$d1"
+    result "10 cluster" "the same, 3 instances on one Redis behind nginx (round-robin, keep-alive)" \
+        "req/s" "$(rate cl_three)" "$(rate cl_mem)" higher "" null \
+        "$(jq -cn --argjson e "$(errs cl_three)" '{errors: $e}')"
+    result "10 cluster" "confirm p99 latency, 1 instance on Redis (baseline column: in memory)" \
+        "ms" "$(p99_ms cl_one)" "$(p99_ms cl_mem)" lower "" null
+    result "10 cluster" "the same, 3 instances on one Redis behind nginx" \
+        "ms" "$(p99_ms cl_three)" "$(p99_ms cl_mem)" lower "" null
+fi
+
 # --- output ------------------------------------------------------------------------------------
 [ "$NG_PID" = 0 ] || stop_pid "$NG_PID"
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
