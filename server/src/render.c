@@ -46,12 +46,15 @@ static void add_kv_time(struct buf *b, const char *key, size_t key_len, int64_t 
 #define ADD_LIT(b, lit) buf_add((b), (lit), sizeof(lit) - 1)
 #define ADD_KV_TIME(b, key, us) add_kv_time((b), (key), sizeof(key) - 1, (us))
 
-/* The receipt link of a transaction (its key is 32 characters). */
+/* The receipt link of a transaction: RECEIPT_URL, its key (32 characters), RECEIPT_REF. */
+#define RECEIPT_URL "https://dashboard.tosspayments.com/receipt/redirection?transactionId="
+#define RECEIPT_REF "&ref=PX"
+
 static void add_receipt_url(struct buf *b, const char tx[33])
 {
-    ADD_LIT(b, "https://dashboard.tosspayments.com/receipt/redirection?transactionId=");
+    ADD_LIT(b, RECEIPT_URL);
     buf_add(b, tx, 32);
-    ADD_LIT(b, "&ref=PX");
+    ADD_LIT(b, RECEIPT_REF);
 }
 
 void render_secret(const struct ledger *l, const struct payment *p, char out[28])
@@ -360,10 +363,9 @@ void render_payment_at(struct buf *b, const struct ledger *l, const char *mid,
     else
         PUT_LIT(&o, "null,\"isPartialCancelable\":true,\"receipt\":");
     if (approved) {
-        PUT_LIT(&o, "{\"url\":\"https://dashboard.tosspayments.com/receipt/redirection?"
-                    "transactionId=");
+        PUT_LIT(&o, "{\"url\":\"" RECEIPT_URL);
         put(&o, approval_tx, 32);
-        PUT_LIT(&o, "&ref=PX\"}");
+        PUT_LIT(&o, RECEIPT_REF "\"}");
     } else {
         PUT_LIT(&o, "null");
     }
