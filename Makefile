@@ -16,6 +16,9 @@
 #   make experiments [SCALE=0.1] [ONLY=E4]   the experiments E1-E4; writes client-tests/RESULTS.md
 #                         and its figures client-tests/e1.svg, e2.svg, e3.svg (gnuplot)
 #   make bench            fakegate against nginx and a bare libmicrohttpd server; BENCHMARKS.md
+#   make callgrind        instructions per confirm and per replay under valgrind's callgrind
+#                         (bench/callgrind.sh; CG_N=2000 requests each): judges a change to the
+#                         request path on a loaded machine, where wrk's figures move
 #   make stress [STRESS_REQUESTS=N]   10^6 confirms, resends, cancels and reads from 32 threads
 #                         under a lossy profile with resets, the ledger checked (not in make test)
 #   make soak [SOAK_SECONDS=N]   10 minutes of paced fresh-key load with 30 s TTLs; fails if
@@ -103,6 +106,12 @@ DEPS_SET  := test
 endif
 ifneq ($(filter interop,$(MAKECMDGOALS)),)
 DEPS_SET  := interop
+endif
+ifneq ($(filter callgrind,$(MAKECMDGOALS)),)
+DEPS_SET  := callgrind
+ifneq ($(SANITIZE),0)
+$(error make callgrind counts the plain build: valgrind cannot run a sanitizer build (SANITIZE=0))
+endif
 endif
 ifneq ($(filter memcheck,$(MAKECMDGOALS)),)
 DEPS_SET  := memcheck
@@ -248,6 +257,13 @@ experiments: deps $(BUILD)/fakegate $(EXP_BIN)
 .PHONY: bench
 bench: deps $(BUILD)/fakegate
 	bench/run.sh $(BUILD)/fakegate
+
+# Instructions per confirm (bench/callgrind.sh): the server under callgrind, CG_WARMUP confirms,
+# then CG_N unique confirms and CG_N replays counted; prints Ir per request of the request
+# threads. Not part of `make test` (about 10 s).
+.PHONY: callgrind
+callgrind: deps $(BUILD)/fakegate
+	bench/callgrind.sh $(BUILD)/fakegate
 
 # Stress (client-tests/stress.c): 10^6 requests (STRESS_REQUESTS=N for fewer) from 32 keep-alive
 # client threads over 10 000 paymentKeys -- confirms resent under the same key, under a new key

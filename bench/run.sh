@@ -18,7 +18,8 @@
 # for each server in the webhooks scenario, 1-9, default 5), BENCH_KEEP=1 keeps the temp dir.
 # BENCH_ONLY="7" (or "1 3", "5b,7": names separated by spaces or commas) runs only those
 # scenarios: idle, 1 (with 2, which shares its server: "1" or "2" runs both), 3, 4, 5, 5b, 6, 7,
-# 8, 9, 10 (10: instances on one Redis, --store; needs redis-server).
+# 8, 9, 10 (10: instances on one Redis, --store; needs redis-server), burst.
+# BENCH_BURST_ROUNDS: rounds of each burst size in the burst scenario (default 300).
 # nginx is started only when a chosen scenario needs it. A partial run writes results.json and
 # BENCHMARKS.md only where BENCH_OUT_DIR says (never into the repository by default): without
 # it, it prints the table and keeps the files in the temp dir when BENCH_KEEP=1.
@@ -43,7 +44,7 @@ want() { # SCENARIO... -> true when BENCH_ONLY is unset or names one of them
 }
 if [ -n "$ONLY" ]; then
     for s in $ONLY; do
-        case "$s" in idle | 1 | 2 | 3 | 4 | 5 | 5b | 6 | 7 | 8 | 9 | 10) ;; *) die "BENCH_ONLY: no scenario '$s'" ;; esac
+        case "$s" in idle | 1 | 2 | 3 | 4 | 5 | 5b | 6 | 7 | 8 | 9 | 10 | burst) ;; *) die "BENCH_ONLY: no scenario '$s'" ;; esac
     done
     [ -n "${BENCH_OUT_DIR:-}" ] || OUT_DIR="" # set to the temp dir below
 fi
@@ -120,6 +121,9 @@ NOFILE=$(ulimit -n)
 cp "$FG_SRC" "$T/fakegate" # the binary measured stays the same even if the tree is rebuilt
 if want 4; then
     cc -std=c11 -O2 -o "$T/startlat" "$ROOT/bench/startlat.c" || die "cannot build bench/startlat.c"
+fi
+if want burst; then
+    cc -std=c11 -O2 -o "$T/burst" "$ROOT/bench/burst.c" || die "cannot build bench/burst.c"
 fi
 if want 1 2 3; then
     cc -std=c11 -O2 -o "$T/baremhd" "$ROOT/bench/baremhd.c" -lmicrohttpd -ljansson -pthread ||
@@ -1078,6 +1082,29 @@ if want 10; then
         "ms" "$(p99_ms cl_three)" "$(p99_ms cl_mem)" lower "" null
 fi
 
+# --- burst: 127, 128 and 129 keep-alive confirms at once --------------------------------------
+# libmicrohttpd 0.9.75 takes at most 128 events per epoll_wait (MAX_EVENTS): a burst of exactly
+# that many ready connections on one worker is the edge where a turn may end with work left. On
+# one fakegate (zero profile), bench/burst.c opens 129 keep-alive connections and sends rounds
+# of 127, 128 and 129 confirms written at once, the sizes taking turns round by round; each
+# answer is timed from its own request's write. Judged: the 128 burst's p99 within 2x the 127's.
+if want burst; then
+    B_ROUNDS=${BENCH_BURST_ROUNDS:-300}
+    say "burst. rounds of 127, 128 and 129 keep-alive confirms at once, ${B_ROUNDS} of each"
+    start_fg burst "$T/zero.json"
+    "$T/burst" --port "$FG_PORT" --conns 127,128,129 --rounds "$B_ROUNDS" --prefix "${RUNID}_burst" \
+        >"$T/burst.ndjson" 2>"$T/burst.err" || say "burst: $(cat "$T/burst.err")"
+    stop_pid "$FG_PID"
+    b_fig() { jq -s --argjson k "$1" --arg f "$2" '[.[] | select(.conns == $k)][0][$f] // null | if . == null then null else . / 1000 end' "$T/burst.ndjson"; }
+    B127=$(b_fig 127 p99_us) B128=$(b_fig 128 p99_us) B129=$(b_fig 129 p99_us)
+    B_ERR=$(jq -s '[.[].errors] | add // null' "$T/burst.ndjson")
+    d=$(jq -cs --argjson rounds "$B_ROUNDS" '{rounds_each: $rounds, bursts: .}' "$T/burst.ndjson")
+    result "burst" "p99 of a burst of 128 keep-alive confirms at once (baseline column: a burst of 127)" "ms" \
+        "$B128" "$B127" lower "<= 2x the 127 burst's (ratio <= 2; no errors)" \
+        "$(tf "$B128 <= 2 * $B127 && ${B_ERR:-1} == 0")" "$d"
+    result "burst" "p99 of a burst of 129 keep-alive confirms at once (baseline column: a burst of 127)" "ms" \
+        "$B129" "$B127" lower "" null
+fi
 # --- output ------------------------------------------------------------------------------------
 [ "$NG_PID" = 0 ] || stop_pid "$NG_PID"
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -1131,6 +1158,7 @@ TABLE=$(fmt)
     echo "Bare libmicrohttpd: bench/baremhd.c, libmicrohttpd $(pkg-config --modversion libmicrohttpd 2>/dev/null || echo '?') alone with fakegate's daemon settings (2 epoll worker threads, suspend/resume, 10 KiB connection pool, backlog 4096), the same body, no ledger, idempotency, journal or rendering (in the second row, each request body parsed with jansson, as fakegate must); held: suspended and resumed 2 s later by a timer thread, as fakegate does. It is run for the confirm and held scenarios only: what fakegate adds is the difference."
     want 7 && echo "Scenario 7 compares fakegate with itself: its nginx column is the same fakegate, same profile and client, with no webhook receiver; its ratio is with receiver / without."
     want 8 && echo "Scenario 8 compares fakegate with itself too: its nginx column is, for the second row, the first 1000 tenants' figure (ratio: linearity), and for the third the same run's confirms with one key (ratio: 1000 keys / one)."
+    want burst && echo "Scenario burst compares fakegate with itself: its nginx column is the p99 of a burst of 127 confirms in the same run (bench/burst.c, the sizes taking turns round by round); its ratio is that burst's / the 127 burst's."
     echo "<!-- end of generated part -->"
 } >"$T/generated.md"
 MD="$OUT_DIR/BENCHMARKS.md"

@@ -1,6 +1,7 @@
 /* buf.c -- growable buffer and JSON string escaping (see buf.h). */
 #include "buf.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,18 @@ static bool reserve(struct buf *b, size_t extra)
     b->data = nd;
     b->cap = ncap;
     return true;
+}
+
+char *buf_space(struct buf *b, size_t n)
+{
+    return reserve(b, n) ? b->data + b->len : NULL;
+}
+
+void buf_wrote(struct buf *b, const char *end)
+{
+    assert(end >= b->data + b->len && end < b->data + b->cap);
+    b->len = (size_t)(end - b->data);
+    b->data[b->len] = '\0';
 }
 
 bool buf_reserve(struct buf *b, size_t extra)
@@ -153,9 +166,56 @@ static size_t utf8_len(const unsigned char *s, size_t n)
     return len;
 }
 
-void buf_add_json_chars(struct buf *b, const char *s, size_t n)
+/* The escape of the byte at p[i] (n bytes in all) into e, or 0 when it is copied as it is
+ * (with the rest of its UTF-8 sequence: *skip is the sequence's length). */
+static size_t escape_at(const unsigned char *p, size_t i, size_t n, char e[6], size_t *skip)
 {
     static const char hex[] = "0123456789abcdef";
+    unsigned char c = p[i];
+    *skip = 1;
+    if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80)
+        return 0;
+    size_t ul = c >= 0x80 ? utf8_len(p + i, n - i) : 0;
+    if (ul > 0) {
+        *skip = ul;
+        return 0;
+    }
+    e[0] = '\\';
+    if (c == '"' || c == '\\') {
+        e[1] = (char)c;
+        return 2;
+    }
+    if (c == '\n' || c == '\t' || c == '\r') {
+        e[1] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
+        return 2;
+    }
+    memcpy(e + 1, "u00", 3);
+    e[4] = hex[c >> 4];
+    e[5] = hex[c & 15];
+    return 6;
+}
+
+size_t json_escaped_len(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t out = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = p[i];
+        if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) { /* the usual byte, inline */
+            i++;
+            out++;
+            continue;
+        }
+        char e[6];
+        size_t skip, m = escape_at(p, i, n, e, &skip);
+        out += m ? m : skip;
+        i += skip;
+    }
+    return out;
+}
+
+char *json_escape(char *out, const char *s, size_t n)
+{
     const unsigned char *p = (const unsigned char *)s;
     size_t run = 0; /* start of the pending run of bytes copied verbatim */
     for (size_t i = 0; i < n;) {
@@ -164,29 +224,30 @@ void buf_add_json_chars(struct buf *b, const char *s, size_t n)
             i++;
             continue;
         }
-        size_t ul = c >= 0x80 ? utf8_len(p + i, n - i) : 0;
-        if (ul > 0) {
-            i += ul;
+        char e[6];
+        size_t skip, m = escape_at(p, i, n, e, &skip);
+        if (m == 0) {
+            i += skip;
             continue;
         }
-        buf_add(b, p + run, i - run);
-        if (c == '"' || c == '\\') {
-            char e[2] = {'\\', (char)c};
-            buf_add(b, e, 2);
-        } else if (c == '\n') {
-            buf_add(b, "\\n", 2);
-        } else if (c == '\t') {
-            buf_add(b, "\\t", 2);
-        } else if (c == '\r') {
-            buf_add(b, "\\r", 2);
-        } else {
-            char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            buf_add(b, e, 6);
-        }
+        memcpy(out, p + run, i - run);
+        out += i - run;
+        memcpy(out, e, m);
+        out += m;
         i++;
         run = i;
     }
-    buf_add(b, p + run, n - run);
+    memcpy(out, p + run, n - run);
+    return out + (n - run);
+}
+
+void buf_add_json_chars(struct buf *b, const char *s, size_t n)
+{
+    size_t m = json_escaped_len(s, n);
+    if (!reserve(b, m))
+        return;
+    b->len = (size_t)(json_escape(b->data + b->len, s, n) - b->data);
+    b->data[b->len] = '\0';
 }
 
 void buf_add_json_str(struct buf *b, const char *s, size_t n)

@@ -26,6 +26,13 @@ static void put2(char *p, unsigned v)
     p[1] = (char)('0' + v % 10);
 }
 
+void copy_cstr(char *dst, size_t size, const char *src)
+{
+    size_t n = strnlen(src, size - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
 void fmt_kst(int64_t unix_us, char out[32])
 {
     int64_t t = unix_us / 1000000 + 9 * 3600;

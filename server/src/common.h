@@ -22,6 +22,11 @@ int64_t now_mono_ns(void);
 /* Wall clock in µs since the Unix epoch (UTC). Thread: any. */
 int64_t now_unix_us(void);
 
+/* Copy the NUL-terminated `src` into dst[size] (size >= 1), cut to size - 1 bytes, always
+ * NUL-terminated: snprintf(dst, size, "%s", src) without printf's cost on the request path.
+ * Thread: any; pure. */
+void copy_cstr(char *dst, size_t size, const char *src);
+
 /* Format `unix_us` (µs since the epoch, UTC) as Korea time, seconds precision, with the offset
  * Toss writes: "2024-02-13T12:17:57+09:00" (25 chars + NUL), whatever the host's time zone
  * (docs/edge-rules.md §7 "Time"). */

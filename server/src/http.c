@@ -266,7 +266,7 @@ static void read_headers(struct request *r, struct MHD_Connection *c, const char
                          const char *method, const char *version)
 {
     r->method = parse_method(method);
-    snprintf(r->method_str, sizeof r->method_str, "%s", method);
+    copy_cstr(r->method_str, sizeof r->method_str, method);
     r->path = strdup(url);
     const char *q = r->raw_uri ? strchr(r->raw_uri, '?') : NULL;
     if (q)

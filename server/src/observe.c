@@ -43,7 +43,7 @@ void observe_arrival(struct gateway *g, struct request *r)
                                                                      refused before its body */
                               .tenant = tenant_key(r->adm.tenant),
                               .fault = "none"};
-    snprintf(e.method, sizeof e.method, "%s", r->method_str);
+    copy_cstr(e.method, sizeof e.method, r->method_str);
     r->obs.journaled = true;
     r->obs.journal_id = journal_begin(&g->journal, &e);
     report_begin(report_of(g, r), &r->obs.report, r->obs.journal_id, gateway_now_us(g));
@@ -98,7 +98,7 @@ static void access_log(struct gateway *g, const struct request *r, struct journa
 {
     e->arrived_unix_us = r->arrived_unix_us;
     e->arrived_mono_ns = r->arrived_ns;
-    snprintf(e->method, sizeof e->method, "%s", r->method_str);
+    copy_cstr(e->method, sizeof e->method, r->method_str);
     e->path = r->raw_uri ? r->raw_uri : r->path;
     e->route = (int)r->route;
     identity_of(r, e);

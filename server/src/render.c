@@ -1,7 +1,9 @@
 /* render.c -- Payment and error JSON (see render.h). Field order follows Toss's Payment
  * (version 2022-11-16) as its API reference shows it. Derived fields (card number, approveNo,
  * secret, transaction keys) come from the payment's id and the ledger's salt, so they cost no
- * memory and never change between renders. */
+ * memory and never change between renders. The Payment is written as a pre-split template:
+ * constant runs memcpy'd between the variable parts through one cursor (struct out), with no
+ * printf; check_render_golden holds it to the bytes of the append-per-part renderer before it. */
 #include "render.h"
 
 #include <string.h>
@@ -44,31 +46,15 @@ static void add_kv_time(struct buf *b, const char *key, size_t key_len, int64_t 
 #define ADD_LIT(b, lit) buf_add((b), (lit), sizeof(lit) - 1)
 #define ADD_KV_TIME(b, key, us) add_kv_time((b), (key), sizeof(key) - 1, (us))
 
-/* 4330, four digits, ****, three of them again, * (Toss masks the middle of a card number). */
-static void add_card(struct buf *b, const struct ledger *l, const struct payment *p)
-{
-    char num[8], appr[9];
-    derived_digits(l->salt ^ mix64(p->id), num, 4);
-    derived_digits(l->salt ^ mix64(p->id + 0x5bd1e995u), appr, 8);
-    char masked[16] = {'4', '3', '3', '0', num[0], num[1], num[2], num[3],
-                       '*', '*', '*', '*', num[1], num[2], num[3], '*'};
-    ADD_LIT(b, "{\"issuerCode\":\"71\",\"acquirerCode\":\"71\",\"number\":\"");
-    buf_add(b, masked, sizeof masked);
-    ADD_LIT(b, "\",\"installmentPlanMonths\":0,\"isInterestFree\":false,\"interestPayer\":null,"
-               "\"approveNo\":\"");
-    buf_add(b, appr, 8);
-    ADD_LIT(b, "\",\"useCardPoint\":false,\"cardType\":\"신용\",\"ownerType\":\"개인\","
-               "\"acquireStatus\":\"READY\",\"amount\":");
-    buf_add_i64(b, p->amount);
-    buf_addc(b, '}');
-}
+/* The receipt link of a transaction: RECEIPT_URL, its key (32 characters), RECEIPT_REF. */
+#define RECEIPT_URL "https://dashboard.tosspayments.com/receipt/redirection?transactionId="
+#define RECEIPT_REF "&ref=PX"
 
-/* The receipt link of a transaction (its key is 32 characters). */
 static void add_receipt_url(struct buf *b, const char tx[33])
 {
-    ADD_LIT(b, "https://dashboard.tosspayments.com/receipt/redirection?transactionId=");
+    ADD_LIT(b, RECEIPT_URL);
     buf_add(b, tx, 32);
-    ADD_LIT(b, "&ref=PX");
+    ADD_LIT(b, RECEIPT_REF);
 }
 
 void render_secret(const struct ledger *l, const struct payment *p, char out[28])
@@ -108,37 +94,174 @@ static int64_t va_approved_at(const struct payment *p, uint32_t view_deposits,
     return p->va->deposits[view_deposits - 1].at_us;
 }
 
+/* The Payment's writer: a cursor into the buffer's reserved room. Constant runs are memcpy'd
+ * with their length known at compile time and numbers formatted in place; the only check per
+ * part is whether the room lasts (it does, but for long strings: then it grows as buf_add
+ * would). Out of memory leaves p NULL and makes every later part a no-op. */
+struct out {
+    struct buf *b;
+    char *p, *end;
+};
+
+static void out_init(struct out *o, struct buf *b, size_t hint)
+{
+    o->b = b;
+    buf_reserve(b, hint);
+    o->p = buf_space(b, 0);
+    o->end = o->p ? b->data + b->cap - 1 : NULL; /* one byte stays for the NUL */
+}
+
+/* Make room for n more bytes: the written part is handed to the buffer, which grows. */
+static bool out_grow(struct out *o, size_t n)
+{
+    if (!o->p)
+        return false;
+    buf_wrote(o->b, o->p);
+    o->p = buf_space(o->b, n);
+    o->end = o->p ? o->b->data + o->b->cap - 1 : NULL;
+    return o->p != NULL;
+}
+
+static inline bool out_room(struct out *o, size_t n)
+{
+    return (o->p && (size_t)(o->end - o->p) >= n) || out_grow(o, n);
+}
+
+static inline void put(struct out *o, const void *s, size_t n)
+{
+    if (out_room(o, n)) {
+        memcpy(o->p, s, n);
+        o->p += n;
+    }
+}
+
+static inline void put_c(struct out *o, char c)
+{
+    if (out_room(o, 1))
+        *o->p++ = c;
+}
+
+/* A string literal's bytes without its NUL. */
+#define PUT_LIT(o, lit) put((o), (lit), sizeof(lit) - 1)
+
+static void put_i64(struct out *o, int64_t v)
+{
+    char tmp[20];
+    size_t i = sizeof tmp;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[--i] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        tmp[--i] = '-';
+    put(o, tmp + i, sizeof tmp - i);
+}
+
+/* s's JSON escape (buf_add_json_chars' bytes), without quotes. */
+static void put_json_chars(struct out *o, const char *s, size_t n)
+{
+    size_t m = json_escaped_len(s, n);
+    if (m == n) {
+        put(o, s, n);
+    } else if (out_room(o, m)) {
+        o->p = json_escape(o->p, s, n);
+    }
+}
+
+/* s as a JSON string with quotes; NULL writes null (buf_add_json_strz). */
+static void put_json_strz(struct out *o, const char *s)
+{
+    if (!s) {
+        PUT_LIT(o, "null");
+        return;
+    }
+    put_c(o, '"');
+    put_json_chars(o, s, strlen(s));
+    put_c(o, '"');
+}
+
+/* key, then the time in KST quoted, or null for 0. */
+static void put_kv_time(struct out *o, const char *key, size_t key_len, int64_t us)
+{
+    put(o, key, key_len);
+    if (us == 0) {
+        PUT_LIT(o, "null");
+        return;
+    }
+    if (!out_room(o, 34))
+        return;
+    o->p[0] = '"';
+    fmt_kst(us, o->p + 1); /* 25 characters, more only for years past 9999 (at most 31) */
+    size_t n = 1 + strlen(o->p + 1);
+    o->p[n] = '"';
+    o->p += n + 1;
+}
+#define PUT_KV_TIME(o, key, us) put_kv_time((o), (key), sizeof(key) - 1, (us))
+
+/* A 32-character transaction key in quotes. */
+static void put_tx(struct out *o, const char tx[33])
+{
+    if (out_room(o, 34)) {
+        o->p[0] = '"';
+        memcpy(o->p + 1, tx, 32);
+        o->p[33] = '"';
+        o->p += 34;
+    }
+}
+
+/* 4330, four digits, ****, three of them again, * (Toss masks the middle of a card number). */
+static void put_card(struct out *o, const struct ledger *l, const struct payment *p)
+{
+    char num[8], appr[9];
+    derived_digits(l->salt ^ mix64(p->id), num, 4);
+    derived_digits(l->salt ^ mix64(p->id + 0x5bd1e995u), appr, 8);
+    char masked[16] = {'4', '3', '3', '0', num[0], num[1], num[2], num[3],
+                       '*', '*', '*', '*', num[1], num[2], num[3], '*'};
+    PUT_LIT(o, "{\"issuerCode\":\"71\",\"acquirerCode\":\"71\",\"number\":\"");
+    put(o, masked, sizeof masked);
+    PUT_LIT(o, "\",\"installmentPlanMonths\":0,\"isInterestFree\":false,\"interestPayer\":null,"
+               "\"approveNo\":\"");
+    put(o, appr, 8);
+    PUT_LIT(o, "\",\"useCardPoint\":false,\"cardType\":\"신용\",\"ownerType\":\"개인\","
+               "\"acquireStatus\":\"READY\",\"amount\":");
+    put_i64(o, p->amount);
+    put_c(o, '}');
+}
+
 /* virtualAccount {...} (docs/virtual-accounts.md §6.6; field names of Toss's Payment
  * 2022-11-16). The refund account shows once a cancel that gave one is in the view. */
-static void add_virtual_account(struct buf *b, const struct payment *p, uint32_t view_cancels,
+static void put_virtual_account(struct out *o, const struct payment *p, uint32_t view_cancels,
                                 enum pay_status view_status)
 {
     const struct payment_va *va = p->va;
     bool refunded = view_cancels > 0 && va->refund_account;
-    ADD_LIT(b, "{\"accountType\":\"일반\",\"accountNumber\":\"");
-    buf_add(b, va->account_number, 14);
-    ADD_LIT(b, "\",\"bankCode\":\"");
-    buf_add(b, va->bank_code, 2);
-    ADD_LIT(b, "\",\"customerName\":");
-    buf_add_json_strz(b, va->customer_name);
-    ADD_KV_TIME(b, ",\"dueDate\":", va->due_at_us);
-    ADD_LIT(b, ",\"refundStatus\":\"");
-    buf_adds(b, refunded ? "COMPLETED" : "NONE");
-    ADD_LIT(b, "\",\"expired\":");
-    buf_adds(b, view_status == PAY_EXPIRED ? "true" : "false");
-    ADD_LIT(b, ",\"settlementStatus\":\"INCOMPLETED\",\"refundReceiveAccount\":");
+    PUT_LIT(o, "{\"accountType\":\"일반\",\"accountNumber\":\"");
+    put(o, va->account_number, 14);
+    PUT_LIT(o, "\",\"bankCode\":\"");
+    put(o, va->bank_code, 2);
+    PUT_LIT(o, "\",\"customerName\":");
+    put_json_strz(o, va->customer_name);
+    PUT_KV_TIME(o, ",\"dueDate\":", va->due_at_us);
+    if (refunded)
+        PUT_LIT(o, ",\"refundStatus\":\"COMPLETED\",\"expired\":");
+    else
+        PUT_LIT(o, ",\"refundStatus\":\"NONE\",\"expired\":");
+    if (view_status == PAY_EXPIRED)
+        PUT_LIT(o, "true,\"settlementStatus\":\"INCOMPLETED\",\"refundReceiveAccount\":");
+    else
+        PUT_LIT(o, "false,\"settlementStatus\":\"INCOMPLETED\",\"refundReceiveAccount\":");
     if (refunded) {
-        ADD_LIT(b, "{\"bankCode\":");
-        buf_add_json_strz(b, va->refund_bank);
-        ADD_LIT(b, ",\"accountNumber\":");
-        buf_add_json_strz(b, va->refund_account);
-        ADD_LIT(b, ",\"holderName\":");
-        buf_add_json_strz(b, va->refund_holder);
-        buf_addc(b, '}');
+        PUT_LIT(o, "{\"bankCode\":");
+        put_json_strz(o, va->refund_bank);
+        PUT_LIT(o, ",\"accountNumber\":");
+        put_json_strz(o, va->refund_account);
+        PUT_LIT(o, ",\"holderName\":");
+        put_json_strz(o, va->refund_holder);
+        PUT_LIT(o, "}}");
     } else {
-        ADD_LIT(b, "null");
+        PUT_LIT(o, "null}");
     }
-    buf_addc(b, '}');
 }
 
 void render_payment(struct buf *b, const struct ledger *l, const char *mid,
@@ -163,106 +286,109 @@ void render_payment_at(struct buf *b, const struct ledger *l, const char *mid,
         balance -= p->cancels[i].amount;
     char last_tx[33], approval_tx[33];
     bool has_last = render_last_tx(l, p, view_cancels, view_deposits, view_status, last_tx);
-    if (p->va && approved)
-        ledger_tx_key(l, p, (int32_t)(LEDGER_DEPOSIT_INDEX + view_deposits - 1), approval_tx);
-    else
-        ledger_tx_key(l, p, -1, approval_tx);
-
-    buf_reserve(b, 1536 + 384 * view_cancels); /* a DONE Payment is ~1.3 KB: one allocation */
-    ADD_LIT(b, "{\"mId\":");
-    buf_add_json_strz(b, mid);
-    ADD_LIT(b, ",\"lastTransactionKey\":");
-    if (has_last) {
-        buf_addc(b, '"');
-        buf_add(b, last_tx, 32);
-        buf_addc(b, '"');
-    } else {
-        ADD_LIT(b, "null");
+    if (approved) { /* only the receipt shows it; a card's is the last one until a cancel */
+        int32_t index = p->va ? (int32_t)(LEDGER_DEPOSIT_INDEX + view_deposits - 1) : -1;
+        if (has_last && view_cancels == 0)
+            memcpy(approval_tx, last_tx, sizeof approval_tx);
+        else
+            ledger_tx_key(l, p, index, approval_tx);
     }
-    ADD_LIT(b, ",\"paymentKey\":");
-    buf_add_json_strz(b, p->payment_key);
-    ADD_LIT(b, ",\"orderId\":");
-    buf_add_json_strz(b, p->order_id);
-    ADD_LIT(b, ",\"orderName\":");
-    buf_add_json_strz(b, p->order_name ? p->order_name : "fakegate 테스트 주문");
-    ADD_LIT(b, ",\"taxExemptionAmount\":0,\"status\":\"");
-    buf_adds(b, pay_status_name(view_status));
-    buf_addc(b, '"');
-    ADD_KV_TIME(b, ",\"requestedAt\":", p->requested_at_us);
-    ADD_KV_TIME(b, ",\"approvedAt\":", approved_at);
-    ADD_LIT(b, ",\"useEscrow\":false,\"cultureExpense\":false,\"card\":");
+
+    struct out o;
+    out_init(&o, b, 1536 + 384 * view_cancels); /* a DONE Payment is ~1.3 KB: one allocation */
+    PUT_LIT(&o, "{\"mId\":");
+    put_json_strz(&o, mid);
+    PUT_LIT(&o, ",\"lastTransactionKey\":");
+    if (has_last)
+        put_tx(&o, last_tx);
+    else
+        PUT_LIT(&o, "null");
+    PUT_LIT(&o, ",\"paymentKey\":");
+    put_json_strz(&o, p->payment_key);
+    PUT_LIT(&o, ",\"orderId\":");
+    put_json_strz(&o, p->order_id);
+    PUT_LIT(&o, ",\"orderName\":");
+    put_json_strz(&o, p->order_name ? p->order_name : "fakegate 테스트 주문");
+    PUT_LIT(&o, ",\"taxExemptionAmount\":0,\"status\":\"");
+    const char *st = pay_status_name(view_status);
+    put(&o, st, strlen(st));
+    put_c(&o, '"');
+    PUT_KV_TIME(&o, ",\"requestedAt\":", p->requested_at_us);
+    PUT_KV_TIME(&o, ",\"approvedAt\":", approved_at);
+    PUT_LIT(&o, ",\"useEscrow\":false,\"cultureExpense\":false,\"card\":");
     if (approved && !p->va)
-        add_card(b, l, p);
+        put_card(&o, l, p);
     else
-        ADD_LIT(b, "null");
-    ADD_LIT(b, ",\"virtualAccount\":");
+        PUT_LIT(&o, "null");
+    PUT_LIT(&o, ",\"virtualAccount\":");
     if (p->va)
-        add_virtual_account(b, p, view_cancels, view_status);
+        put_virtual_account(&o, p, view_cancels, view_status);
     else
-        ADD_LIT(b, "null");
-    ADD_LIT(b, ",\"transfer\":null,\"mobilePhone\":null,"
-               "\"giftCertificate\":null,\"cashReceipt\":null,\"cashReceipts\":null,"
-               "\"discount\":null,\"cancels\":");
+        PUT_LIT(&o, "null");
+    PUT_LIT(&o, ",\"transfer\":null,\"mobilePhone\":null,"
+                "\"giftCertificate\":null,\"cashReceipt\":null,\"cashReceipts\":null,"
+                "\"discount\":null,\"cancels\":");
     if (view_cancels == 0) {
-        ADD_LIT(b, "null");
+        PUT_LIT(&o, "null");
     } else {
-        buf_addc(b, '[');
+        put_c(&o, '[');
         for (uint32_t i = 0; i < view_cancels; i++) {
             const struct payment_cancel *c = &p->cancels[i];
             char tx[33];
             ledger_tx_key(l, p, (int32_t)i, tx);
             if (i)
-                buf_addc(b, ',');
-            ADD_LIT(b, "{\"transactionKey\":\"");
-            buf_add(b, tx, 32);
-            ADD_LIT(b, "\",\"cancelReason\":");
-            buf_add_json_strz(b, c->reason);
-            ADD_LIT(b, ",\"taxExemptionAmount\":0");
-            ADD_KV_TIME(b, ",\"canceledAt\":", c->canceled_at_us);
-            ADD_LIT(b, ",\"transferDiscountAmount\":0,\"easyPayDiscountAmount\":0,"
-                       "\"receiptKey\":null,\"cancelAmount\":");
-            buf_add_i64(b, c->amount);
-            ADD_LIT(b, ",\"taxFreeAmount\":0,\"refundableAmount\":");
-            buf_add_i64(b, c->balance_after);
-            ADD_LIT(b, ",\"cancelStatus\":\"DONE\",\"cancelRequestId\":null}");
+                put_c(&o, ',');
+            PUT_LIT(&o, "{\"transactionKey\":");
+            put_tx(&o, tx);
+            PUT_LIT(&o, ",\"cancelReason\":");
+            put_json_strz(&o, c->reason);
+            PUT_KV_TIME(&o, ",\"taxExemptionAmount\":0,\"canceledAt\":", c->canceled_at_us);
+            PUT_LIT(&o, ",\"transferDiscountAmount\":0,\"easyPayDiscountAmount\":0,"
+                        "\"receiptKey\":null,\"cancelAmount\":");
+            put_i64(&o, c->amount);
+            PUT_LIT(&o, ",\"taxFreeAmount\":0,\"refundableAmount\":");
+            put_i64(&o, c->balance_after);
+            PUT_LIT(&o, ",\"cancelStatus\":\"DONE\",\"cancelRequestId\":null}");
         }
-        buf_addc(b, ']');
+        put_c(&o, ']');
     }
-    {
-        char secret[28];
-        render_secret(l, p, secret);
-        ADD_LIT(b, ",\"secret\":\"");
-        buf_add(b, secret, 27);
-        buf_addc(b, '"');
-    }
-    ADD_LIT(b, ",\"type\":\"NORMAL\",\"easyPay\":null,\"country\":\"KR\",\"failure\":");
+    char secret[28];
+    render_secret(l, p, secret);
+    PUT_LIT(&o, ",\"secret\":\"");
+    put(&o, secret, 27);
+    PUT_LIT(&o, "\",\"type\":\"NORMAL\",\"easyPay\":null,\"country\":\"KR\",\"failure\":");
     if (view_status == PAY_EXPIRED && !p->va)
-        ADD_LIT(b, "{\"code\":\"EXPIRED_PAYMENT\",\"message\":\"결제 유효 시간이 지나 만료되었습니다.\"}");
+        PUT_LIT(&o, "{\"code\":\"EXPIRED_PAYMENT\",\"message\":\"결제 유효 시간이 지나 만료되었습니다.\"}"
+                    ",\"isPartialCancelable\":true,\"receipt\":");
     else
-        ADD_LIT(b, "null");
-    ADD_LIT(b, ",\"isPartialCancelable\":true,\"receipt\":");
+        PUT_LIT(&o, "null,\"isPartialCancelable\":true,\"receipt\":");
     if (approved) {
-        ADD_LIT(b, "{\"url\":\"");
-        add_receipt_url(b, approval_tx);
-        ADD_LIT(b, "\"}");
+        PUT_LIT(&o, "{\"url\":\"" RECEIPT_URL);
+        put(&o, approval_tx, 32);
+        PUT_LIT(&o, RECEIPT_REF "\"}");
     } else {
-        ADD_LIT(b, "null");
+        PUT_LIT(&o, "null");
     }
     /* The checkout URL holds the paymentKey, escaped like any JSON string. */
-    ADD_LIT(b, ",\"checkout\":{\"url\":\"https://api.tosspayments.com/v1/payments/");
-    buf_add_json_chars(b, p->payment_key, strlen(p->payment_key));
-    ADD_LIT(b, "/checkout\"},\"currency\":\"KRW\",\"totalAmount\":");
-    buf_add_i64(b, p->amount);
-    ADD_LIT(b, ",\"balanceAmount\":");
-    buf_add_i64(b, balance);
+    PUT_LIT(&o, ",\"checkout\":{\"url\":\"https://api.tosspayments.com/v1/payments/");
+    put_json_chars(&o, p->payment_key, strlen(p->payment_key));
+    PUT_LIT(&o, "/checkout\"},\"currency\":\"KRW\",\"totalAmount\":");
+    put_i64(&o, p->amount);
+    PUT_LIT(&o, ",\"balanceAmount\":");
+    put_i64(&o, balance);
     int64_t vat = vat_of(balance);
-    ADD_LIT(b, ",\"suppliedAmount\":");
-    buf_add_i64(b, balance - vat);
-    ADD_LIT(b, ",\"vat\":");
-    buf_add_i64(b, vat);
-    ADD_LIT(b, ",\"taxFreeAmount\":0,\"metadata\":null,\"method\":");
-    buf_adds(b, p->va ? "\"가상계좌\"" : "\"카드\"");
-    ADD_LIT(b, ",\"version\":\"2022-11-16\"}");
+    PUT_LIT(&o, ",\"suppliedAmount\":");
+    put_i64(&o, balance - vat);
+    PUT_LIT(&o, ",\"vat\":");
+    put_i64(&o, vat);
+    if (p->va)
+        PUT_LIT(&o, ",\"taxFreeAmount\":0,\"metadata\":null,\"method\":\"가상계좌\","
+                    "\"version\":\"2022-11-16\"}");
+    else
+        PUT_LIT(&o, ",\"taxFreeAmount\":0,\"metadata\":null,\"method\":\"카드\","
+                    "\"version\":\"2022-11-16\"}");
+    if (o.p)
+        buf_wrote(b, o.p);
 }
 
 void render_error(struct buf *b, const char *code, const char *message)

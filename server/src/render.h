@@ -1,7 +1,7 @@
 /* render.h -- the JSON bodies fakegate sends: the Toss Payment object (docs/api.md §2.3) and
  * {code, message} errors. Rendering is a pure function of the ledger's data and the view, so a
- * stored success re-renders byte-identically for a replay. Written with buf appends, not
- * jansson: this is the hot path. */
+ * stored success re-renders byte-identically for a replay. Written into a buf as a template
+ * (constant runs and hand-formatted numbers), not with jansson or printf: this is the hot path. */
 #ifndef FAKEGATE_RENDER_H
 #define FAKEGATE_RENDER_H
 

@@ -1,7 +1,9 @@
 /* check_body.c -- unit tests for body.c's virtual-account issue body (docs/virtual-accounts.md
  * §6.6): a dueDate is yyyy-MM-ddTHH:mm:ss[.fraction][Z|±HH:MM] in digits, read in Korea time
- * without an offset; anything else is 400 INVALID_REQUEST naming dueDate. Requests are built as
- * http.c builds them (request_new, the body's bytes in r->body). Pure: no server, no sockets. */
+ * without an offset; anything else is 400 INVALID_REQUEST naming dueDate. And the body hash
+ * (Idempotency-Key reuse, the report's "same request") is the same whether jsonfast or jansson
+ * read the body. Requests are built as http.c builds them (request_new, the body's bytes in
+ * r->body). Pure: no server, no sockets. */
 #include <check.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -10,6 +12,7 @@
 
 #include "body.h"
 #include "check_main.h"
+#include "jsonfast.h"
 #include "ledger.h"
 #include "request.h"
 
@@ -78,9 +81,62 @@ START_TEST(test_due_date_fields_with_a_sign_or_space_are_refused)
 }
 END_TEST
 
+/* body_identity's hash of `text`, parsed as a request body. */
+static uint64_t body_hash_of(const char *text)
+{
+    struct request *r = request_new();
+    ck_assert_ptr_nonnull(r);
+    buf_add(&r->body, text, strlen(text));
+    struct body *b = body_parse(r, 0);
+    ck_assert_msg(b != NULL, "refused: %s", text);
+    const char *oid, *pk;
+    uint64_t h = 0;
+    body_identity(b, &oid, &pk, &h);
+    body_free(b);
+    request_free(r);
+    return h;
+}
+
+static bool fast_takes(const char *text)
+{
+    json_t *j = jsonfast_parse(text, strlen(text), 32);
+    json_decref(j);
+    return j != NULL;
+}
+
+START_TEST(test_body_hash_is_the_same_whichever_parser_read_the_body)
+{
+    /* The first of each pair is plain (jsonfast reads it); the second means the same but has an
+     * escape (jansson reads it), its keys in another order. */
+    static const char *const same[][2] = {
+        {"{\"paymentKey\":\"pk_1\",\"orderId\":\"order_0001\",\"amount\":15000}",
+         "{\"amount\":15000,\"orderId\":\"order\\u005f0001\",\"paymentKey\":\"pk_1\"}"},
+        {"{\"a\":[1,{\"b\":null,\"t\":true}],\"c\":\"x\",\"f\":false,\"n\":-7}",
+         "{\"n\":-7,\"c\":\"\\u0078\",\"f\":false,\"a\":[1,{\"t\":true,\"b\":null}]}"},
+        {"{}", " {\n} "},
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        ck_assert_msg(fast_takes(same[i][0]), "jsonfast declined %s", same[i][0]);
+        ck_assert_msg(!fast_takes(same[i][1]) || i == 2, "jsonfast took %s", same[i][1]);
+        ck_assert_msg(body_hash_of(same[i][0]) == body_hash_of(same[i][1]), "%s and %s differ",
+                      same[i][0], same[i][1]);
+    }
+    /* Different requests hash differently, whichever parser read them. */
+    uint64_t h = body_hash_of("{\"amount\":15000}");
+    ck_assert_uint_ne(h, body_hash_of("{\"amount\":15001}"));
+    ck_assert_uint_ne(h, body_hash_of("{\"amount\":\"15000\"}"));
+    ck_assert_uint_ne(h, body_hash_of("{\"amount\":15000.0}")); /* a real: jansson's */
+    ck_assert_uint_ne(h, body_hash_of("{\"amount\":[15000]}"));
+    ck_assert_uint_ne(body_hash_of("{\"a\":[1,2]}"), body_hash_of("{\"a\":[2,1]}"));
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *s = suite_create("body");
+    TCase *hash = tcase_create("hash");
+    tcase_add_test(hash, test_body_hash_is_the_same_whichever_parser_read_the_body);
+    suite_add_tcase(s, hash);
     TCase *tc = tcase_create("due_date");
     tcase_add_test(tc, test_due_date_in_korea_time_or_with_its_offset_is_accepted);
     tcase_add_test(tc, test_due_date_fields_with_a_sign_or_space_are_refused);

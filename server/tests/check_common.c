@@ -1,9 +1,11 @@
 /* check_common.c -- unit tests for common.c's dates: parse_kst reads GET /v1/transactions'
  * startDate and endDate (docs/api.md §2.2) in Korea time, only as yyyy-MM-ddTHH:mm:ss with
  * digits and an optional fraction, and no day that is not in the calendar; fmt_kst writes it
- * back. Pure. */
+ * back; copy_cstr copies a string cut to its buffer, as snprintf "%s" would. Pure. */
 #include <check.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "check_main.h"
 #include "common.h"
@@ -55,6 +57,22 @@ START_TEST(test_kst_date_fields_are_digits_only_without_sign_or_space)
 }
 END_TEST
 
+START_TEST(test_copy_cstr_cuts_to_the_buffer_as_snprintf_does)
+{
+    static const char *const in[] = {"", "GET", "OPTIONS", "PROPFIND_X", "PROPFIND_XY",
+                                     "ABCDEFGHIJKLMNOPQRSTUVWXYZ"};
+    for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
+        for (size_t size = 1; size <= 12; size++) {
+            char got[12], want[12];
+            memset(got, 'x', sizeof got);
+            copy_cstr(got, size, in[i]);
+            snprintf(want, size, "%s", in[i]);
+            ck_assert_str_eq(got, want);
+            ck_assert_uint_eq(strlen(got), strlen(in[i]) < size ? strlen(in[i]) : size - 1);
+        }
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *s = suite_create("common");
@@ -62,6 +80,7 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_kst_date_reads_as_unix_seconds_and_writes_back);
     tcase_add_test(tc, test_kst_date_refuses_other_forms_and_no_calendar_day);
     tcase_add_test(tc, test_kst_date_fields_are_digits_only_without_sign_or_space);
+    tcase_add_test(tc, test_copy_cstr_cuts_to_the_buffer_as_snprintf_does);
     suite_add_tcase(s, tc);
     return s;
 }
