@@ -10,7 +10,6 @@
 #include <time.h>
 
 #include "common.h"
-#include "jsonfast.h"
 #include "jsonpos.h"
 #include "ledger.h"
 #include "rng.h"
@@ -70,15 +69,7 @@ static bool parse_body(struct request *r, size_t max_depth, json_t **out)
 {
     json_error_t err;
     const char *text = r->body.data ? r->body.data : "";
-    size_t depth = max_depth ? max_depth : BODY_MAX_JSON_DEPTH_DEFAULT;
-    /* A plain body (the usual one) in one pass; whatever jsonfast declines, jansson decides:
-     * the same tree, or its error with the place. */
-    json_t *fast = jsonfast_parse(text, r->body.len, depth);
-    if (fast) {
-        *out = fast;
-        return true;
-    }
-    if (!depth_ok(r, text, depth))
+    if (!depth_ok(r, text, max_depth ? max_depth : BODY_MAX_JSON_DEPTH_DEFAULT))
         return false;
     json_t *root = json_loadb(text, r->body.len, JSON_REJECT_DUPLICATES, &err);
     char ko[400], en[400];
