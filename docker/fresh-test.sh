@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # docker/fresh-test.sh -- the README's two commands on a fresh machine, for real:
-#   1. a Debian bookworm root file system with nothing but make added (mmdebstrap --variant=minbase
+#   1. a Debian root file system (bookworm, or DEBIAN=trixie) with nothing but make added (mmdebstrap --variant=minbase
 #      --include=make, from this machine's own apt sources; the tarball is cached in
 #      $FRESH_STATE/base.tar, default build/fresh, and unpacked anew on every run);
 #   2. a clean `git archive` of HEAD in /src/fakegate (uncommitted changes are not in it);
@@ -10,12 +10,17 @@
 # Both commands install their packages themselves (that is what is tested). Prints each step with
 # its time; any failed step exits 1 (the root file system is kept for a look, its path printed).
 # Needs root (mmdebstrap --mode=root, chroot) and port 8080 free on this host (`make run` listens
-# there). Environment: FRESH_STATE=DIR, FRESH_KEEP=1 keeps the root file system after a pass.
+# there). Environment: DEBIAN=bookworm (default) or trixie, the release; FRESH_STATE=DIR
+# (default build/fresh, build/fresh-trixie for trixie), FRESH_KEEP=1 keeps the root file system
+# after a pass.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$REPO"
 
-STATE=${FRESH_STATE:-$REPO/build/fresh}
+REL=${DEBIAN:-bookworm} # the Debian release: bookworm (libmicrohttpd 0.9.75) or trixie (1.0.1)
+case "$REL" in bookworm | trixie) ;; *) die "DEBIAN must be bookworm or trixie (got '$REL')" ;; esac
+if [ "$REL" = bookworm ]; then STATE=${FRESH_STATE:-$REPO/build/fresh}
+else STATE=${FRESH_STATE:-$REPO/build/fresh-$REL}; fi
 ROOT=$STATE/root
 READY_S=900   # `make run` on a fresh machine: apt-get update and install, then the build
 TEST_S=1500   # `make test`: its packages, the test build and the suites (~3 min here)
@@ -45,15 +50,15 @@ if [ ! -s "$STATE/base.tar" ]; then
   mirror=$(awk '$2 !~ /-security$|\/updates$/ { print $1; exit }' <<<"$srcs")
   security=$(awk '$2 ~ /-security$|\/updates$/ { print $1; exit }' <<<"$srcs")
   [ -n "$mirror" ] || die "no Debian mirror found in /etc/apt/sources.list{,.d/*} (URIs: lines)"
-  lists=("deb $mirror bookworm main" "deb $mirror bookworm-updates main")
-  [ -n "$security" ] && lists+=("deb $security bookworm-security main")
+  lists=("deb $mirror $REL main" "deb $mirror $REL-updates main")
+  [ -n "$security" ] && lists+=("deb $security $REL-security main")
   include="make"
   case "$mirror $security" in *https:*) include=make,ca-certificates;; esac
-  log "base: mmdebstrap minbase bookworm + $include from $mirror${security:+ and $security}"
+  log "base: mmdebstrap minbase $REL + $include from $mirror${security:+ and $security}"
   t0=$(now)
   mmdebstrap --quiet --variant=minbase --mode=root --format=tar --include="$include" \
     --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
-    bookworm "$STATE/base.tmp.tar" "${lists[@]}" >"$STATE/mmdebstrap.log" 2>&1 ||
+    "$REL" "$STATE/base.tmp.tar" "${lists[@]}" >"$STATE/mmdebstrap.log" 2>&1 ||
     { cat "$STATE/mmdebstrap.log" >&2; die "mmdebstrap failed"; }
   mv "$STATE/base.tmp.tar" "$STATE/base.tar"
   log "base made in $(elapsed "$t0" "$(now)") s ($(du -h "$STATE/base.tar" | cut -f1)): cold run"
@@ -171,4 +176,4 @@ if [ "$rc" != 0 ]; then
   exit 1
 fi
 [ "${FRESH_KEEP:-0}" = 1 ] || rm -rf "$ROOT"
-log "PASS: make run and make test on a fresh bookworm in $(elapsed "$t0" "$(now)") s; total $(elapsed "$t_all" "$(now)") s"
+log "PASS: make run and make test on a fresh $REL in $(elapsed "$t0" "$(now)") s; total $(elapsed "$t_all" "$(now)") s"
