@@ -544,7 +544,7 @@ int cluster_begin(struct cluster *c)
                 return -1;
             }
             backoff(pthread_getspecific(c->key), wait_us);
-            wait_us = wait_us < 100000 ? wait_us * 2 : wait_us;
+            wait_us = wait_us < 2000 ? wait_us * 2 : wait_us; /* sections take ~0.1 ms */
             continue;
         }
         bool shaped = status >= 1 && rep->elements >= 3 &&
