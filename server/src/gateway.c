@@ -222,10 +222,7 @@ static void sweep_report(struct gateway *g, struct report *rp)
 static int instance_dead(void *ctx, uint64_t id)
 {
     struct cluster *c = ctx;
-    if (id == cluster_instance(c))
-        return 0;
-    int alive = cluster_instance_alive(c, id);
-    return alive < 0 ? -1 : !alive;
+    return id == cluster_instance(c) ? 0 : cluster_instance_gone(c, id);
 }
 
 /* The claims of instances that died holding them (their heartbeat lapsed): released, as a

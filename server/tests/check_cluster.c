@@ -213,6 +213,27 @@ START_TEST(test_rebuilt_replica_applies_the_log_again_and_releases_only_its_own_
 }
 END_TEST
 
+START_TEST(test_replica_refuses_a_release_of_a_claim_its_own_request_holds)
+{
+    /* Another instance took this one for dead and released its claim: the replica must not
+     * free what a request of its own still points at, but rebuild (the line does not apply). */
+    struct tenant *t = gateway_tenant(&gw, "test_sk_a", true, NULL);
+    static const char salt[] = "[{\"r\":\"salt\",\"tk\":\"test_sk_a\",\"salt\":\"00000000000000ff\"}]";
+    char err[ERR_LEN] = "";
+    ck_assert_int_eq(statefile_apply_line(log_sf, &gw, salt, strlen(salt), 1, NULL, err), 0);
+    static const char owner = 0;
+    struct idem_record *rec = store_idem_claim(&t->store, "k1", 2, &owner, 1, 1000000000);
+    ck_assert_ptr_nonnull(rec);
+    statefile_clear_line(log_sf);
+    static const char rel[] = "[{\"r\":\"release\",\"tk\":\"test_sk_a\",\"scope\":\"6b31\"}]";
+    ck_assert_int_eq(statefile_apply_line(log_sf, &gw, rel, strlen(rel), 2, NULL, err), -1);
+    ck_assert_str_eq(err, "redis://127.0.0.1:1/0 log:2: record 1 (release): a claim a request of "
+                          "this instance still holds");
+    ck_assert_ptr_eq(store_idem_get(&t->store, "k1", 2), rec);
+    ck_assert_ptr_eq(rec->owner, &owner);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *s = suite_create("cluster");
@@ -230,6 +251,7 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_replica_adopts_the_logs_salt_before_its_first_payment_without_events);
     tcase_add_test(tc, test_replica_refuses_a_line_that_does_not_fit_naming_it);
     tcase_add_test(tc, test_rebuilt_replica_applies_the_log_again_and_releases_only_its_own_claims);
+    tcase_add_test(tc, test_replica_refuses_a_release_of_a_claim_its_own_request_holds);
     suite_add_tcase(s, tc);
     return s;
 }
