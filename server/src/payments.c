@@ -4,7 +4,9 @@
  * idempotency (409 / replay / claim) and the ledger's business checks → latency → commit.
  * Every store access is one gateway_txn section, so a request a reset has overtaken touches
  * nothing. Invariant, under the store lock: a payment has `processing` set by at most one
- * request (the claim holder), and only that request approves it, so charges <= 1. */
+ * request of this process (the claim holder), and a commit approves only a payment still
+ * IN_PROGRESS and uncharged (on a shared store another instance may have approved it
+ * meanwhile), so charges <= 1. */
 #define _DEFAULT_SOURCE
 #include "payments.h"
 
@@ -349,7 +351,7 @@ struct commit_view {
     size_t len;
 };
 
-enum { COMMIT_OK = 0, COMMIT_UNCOMMITTED, COMMIT_FAILED };
+enum { COMMIT_OK = 0, COMMIT_UNCOMMITTED, COMMIT_FAILED, COMMIT_RACED };
 
 static int commit_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
 {
@@ -360,6 +362,16 @@ static int commit_locked(struct gateway *g, struct store *s, struct request *r, 
     if (answer_fault_uncommits(r)) {
         pay_release_claim(s, r);
         return COMMIT_UNCOMMITTED;
+    }
+    if (p->status != PAY_IN_PROGRESS || p->charges != 0) {
+        /* `processing` is this process's: on a shared store (docs/cluster.md) a confirm of the
+         * same payment on another instance, under another Idempotency-Key or none, can pass its
+         * checks too and commit first (this section's catch-up applied it). This one ran beside
+         * it, so it gets what a second confirm gets on one instance: transient, not stored. */
+        request_error(r, "ALREADY_PROCESSING_REQUEST", NULL);
+        r->obs.outcome = OUT_BUSINESS_ERROR;
+        pay_release_claim(s, r);
+        return COMMIT_RACED;
     }
     if (store_approve(s, p, gateway_now_us(g), r) != 0) {
         pay_release_claim(s, r);
@@ -398,6 +410,8 @@ static enum handler_result confirm_commit(struct gateway *g, struct request *r)
     }
     if (rc == COMMIT_UNCOMMITTED)
         return H_RESPOND; /* the error fault answers it on the way out */
+    if (rc == COMMIT_RACED)
+        return H_RESPOND; /* ALREADY_PROCESSING_REQUEST, set under the lock */
     if (v.copied)
         v.body = pay_render_view(g, &r->adm.tenant->store, &v.copy, 0, PAY_DONE, &v.len);
     if (!v.body) {
