@@ -187,8 +187,10 @@ static void write_nginx_conf(const fg_cluster *c, int port, const char *path)
             "    upstream fakegate {\n",
             geteuid() == 0 ? "user root;" : "", c->dir, c->dir, c->dir, c->dir, c->dir, c->dir,
             c->dir);
+    /* max_fails=0: an injected drop_response is not a sick instance; with nginx's default (1)
+     * each one takes its instance out for 10 s, and a few of them take out all three. */
     for (int i = 0; i < CLUSTER_N; i++)
-        fprintf(f, "        server 127.0.0.1:%d;\n", c->inst_port[i]);
+        fprintf(f, "        server 127.0.0.1:%d max_fails=0;\n", c->inst_port[i]);
     fprintf(f, "        keepalive 64;\n    }\n    server {\n"
             "        listen 127.0.0.1:%d;\n        location / {\n"
             "            proxy_pass http://fakegate;\n            proxy_http_version 1.1;\n"
