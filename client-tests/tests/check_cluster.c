@@ -118,6 +118,9 @@ START_TEST(test_same_key_from_32_threads_over_three_instances_one_200_rest_409_o
                       i + 1, ledger_size(c->inst[i]));
         assert_charged_once(c->inst[i], "pk_race", "order_race");
     }
+    /* ... and that state is in this Redis, not in each process. */
+    ck_assert_msg(cluster_redis_dbsize(c) > 0, "Redis (%s) holds no key after a confirm",
+                  c->store_url);
     for (int i = 0; i < RACE_THREADS; i++)
         fg_response_fini(&w[i].r);
     cluster_free(c);

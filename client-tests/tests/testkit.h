@@ -307,6 +307,8 @@ void cluster_kill(fg_cluster *c, int i);
 void cluster_restart(fg_cluster *c, int i);
 /* Send `sig` to redis-server (SIGSTOP, SIGCONT). */
 void cluster_signal_redis(const fg_cluster *c, int sig);
+/* DBSIZE of the cluster's Redis (database 0): how many keys the instances keep there. */
+long cluster_redis_dbsize(const fg_cluster *c);
 /* True while process `pid` (one of the cluster's children) has not exited. */
 bool cluster_alive(pid_t pid);
 /* PUT /__admin/profile with this JSON on every instance; require 200 from each. */

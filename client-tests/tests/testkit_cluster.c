@@ -94,8 +94,9 @@ static char *head_of(const char *path)
     return out;
 }
 
-/* One PING on a fresh connection to 127.0.0.1:port answered +PONG. */
-static bool redis_pings(int port)
+/* Send one inline command to 127.0.0.1:port on a fresh connection and read the first reply
+ * line into buf (without its CRLF). False if it could not connect or nothing came in 1 s. */
+static bool redis_command(int port, const char *cmd, char *buf, size_t size)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -105,13 +106,30 @@ static bool redis_pings(int port)
     struct timeval tv = {.tv_sec = 1};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     bool ok = false;
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 && write(fd, "PING\r\n", 6) == 6) {
-        char buf[16] = {0};
-        ssize_t n = read(fd, buf, sizeof buf - 1);
-        ok = n >= 5 && strncmp(buf, "+PONG", 5) == 0;
+    char line[128];
+    int len = snprintf(line, sizeof line, "%s\r\n", cmd);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 && write(fd, line, (size_t)len) == len) {
+        ssize_t n = read(fd, buf, size - 1);
+        ok = n > 0;
+        buf[n > 0 ? n : 0] = '\0';
+        buf[strcspn(buf, "\r\n")] = '\0';
     }
     close(fd);
     return ok;
+}
+
+static bool redis_pings(int port)
+{
+    char buf[64];
+    return redis_command(port, "PING", buf, sizeof buf) && strcmp(buf, "+PONG") == 0;
+}
+
+long cluster_redis_dbsize(const fg_cluster *c)
+{
+    char buf[64];
+    ck_assert_msg(redis_command(c->redis_port, "DBSIZE", buf, sizeof buf) && buf[0] == ':',
+                  "DBSIZE on redis-server port %d: no integer reply (%s)", c->redis_port, buf);
+    return strtol(buf + 1, NULL, 10);
 }
 
 /* Start redis-server on a free port; retried on another port if it exits (the port was taken
