@@ -238,7 +238,7 @@ struct stress {
     int payments;
     struct spay *pay;
     atomic_long next, done, seeded;
-    atomic_long n_200, n_4xx, n_502, n_other, n_curl, n_resent;
+    atomic_long n_200, n_4xx, n_502, n_503, n_other, n_curl, n_resent;
     atomic_long n_confirm_200, n_cancel_200;
     pthread_mutex_t lock;
     char first_other[1024];
@@ -272,6 +272,9 @@ static void tally(struct stress *st, const char *what, const fg_response *r)
         atomic_fetch_add(&st->n_4xx, 1);
     } else if (r->status == 502) {
         atomic_fetch_add(&st->n_502, 1); /* nginx: the instance it picked was down */
+    } else if (r->status == 503 && fg_error_code(r) != NULL &&
+               strcmp(fg_error_code(r), "SERVICE_UNAVAILABLE") == 0) {
+        atomic_fetch_add(&st->n_503, 1); /* the store refused: nothing charged, resent */
     } else {
         atomic_fetch_add(&st->n_other, 1);
         note_other(st, what, r);
@@ -279,15 +282,17 @@ static void tally(struct stress *st, const char *what, const fg_response *r)
 }
 
 /* Send `req` through nginx; a keyed request answered 502 (its instance died, or lost the
- * answer: nginx passes on a closed upstream connection as 502) is resent at once under its key,
- * up to RESENDS times, so it lands on another instance, which must answer from the store. */
+ * answer: nginx passes on a closed upstream connection as 502) or 503 SERVICE_UNAVAILABLE (the
+ * store could not be reached) is resent at once under its key, up to RESENDS times, so it lands
+ * on another instance, which must answer from the store. */
 static void send_resending(struct stress *st, CURL *h, const fg_request *req, bool keyed,
                            const char *what, fg_response *r)
 {
     for (int n = 0;; n++) {
         fg_http(&st->c->lb, h, req, r);
         tally(st, what, r);
-        if (!keyed || n == RESENDS || r->curl_code != CURLE_OK || r->status != 502)
+        if (!keyed || n == RESENDS || r->curl_code != CURLE_OK ||
+            (r->status != 502 && r->status != 503))
             return;
         atomic_fetch_add(&st->n_resent, 1);
         fg_response_fini(r);
@@ -444,16 +449,16 @@ START_TEST(test_stress_through_nginx_instance_killed_and_restarted_charges_at_mo
 
     printf("cluster stress: %ld requests through nginx, %d threads, %d paymentKeys in %.1f s "
            "(%.0f req/s); instance 2 down %" PRId64 " ms; 200: %ld (confirms %ld, cancels %ld), "
-           "4xx: %ld, 502: %ld (%ld resent), other: %ld, no answer: %ld\n",
+           "4xx: %ld, 502: %ld, 503: %ld, resent after either: %ld, other: %ld, no answer: %ld\n",
            total, STRESS_THREADS, st.payments, (double)wall_ms / 1000.0,
            (double)total * 1000.0 / (double)(wall_ms > 0 ? wall_ms : 1), down_ms,
            atomic_load(&st.n_200), atomic_load(&st.n_confirm_200),
            atomic_load(&st.n_cancel_200), atomic_load(&st.n_4xx), atomic_load(&st.n_502),
-           atomic_load(&st.n_resent), atomic_load(&st.n_other), atomic_load(&st.n_curl));
+           atomic_load(&st.n_503), atomic_load(&st.n_resent), atomic_load(&st.n_other), atomic_load(&st.n_curl));
     fflush(stdout);
     ck_assert_msg(atomic_load(&st.n_other) == 0 && atomic_load(&st.n_curl) == 0,
-                  "%ld answers neither 200, 4xx nor nginx's 502, %ld without an answer; the "
-                  "first: %s", atomic_load(&st.n_other), atomic_load(&st.n_curl),
+                  "%ld answers neither 200, 4xx, nginx's 502 nor the store's 503, %ld without "
+                  "an answer; the first: %s", atomic_load(&st.n_other), atomic_load(&st.n_curl),
                   st.first_other);
 
     /* Charged at most once, as the clients saw it: one approvedAt per paymentKey. */
