@@ -62,7 +62,7 @@ static void *race_one(void *arg)
     return NULL;
 }
 
-START_TEST(test_same_key_from_32_threads_over_three_instances_one_200_rest_409_one_charge)
+START_TEST(test_same_key_from_32_threads_over_instances_one_200_rest_409_one_charge)
 {
     fg_cluster *c = cluster_start(NULL);
     char *profile = confirm_latency_profile("cluster-slow-confirm", RACE_LATENCY_MS);
@@ -405,7 +405,7 @@ static const char *entry_pk(const json_t *e)
     return fg_json_str(json_object_get(e, "payment"), "paymentKey");
 }
 
-START_TEST(test_stress_through_nginx_instance_killed_and_restarted_charges_at_most_once)
+START_TEST(test_stress_through_nginx_instance_killed_and_restarted_charged_at_most_once)
 {
     const char *n_env = getenv("CLUSTER_STRESS");
     long total = n_env != NULL && n_env[0] != '\0' ? strtol(n_env, NULL, 10) : STRESS_DEFAULT;
@@ -454,7 +454,8 @@ START_TEST(test_stress_through_nginx_instance_killed_and_restarted_charges_at_mo
            (double)total * 1000.0 / (double)(wall_ms > 0 ? wall_ms : 1), down_ms,
            atomic_load(&st.n_200), atomic_load(&st.n_confirm_200),
            atomic_load(&st.n_cancel_200), atomic_load(&st.n_4xx), atomic_load(&st.n_502),
-           atomic_load(&st.n_503), atomic_load(&st.n_resent), atomic_load(&st.n_other), atomic_load(&st.n_curl));
+           atomic_load(&st.n_503), atomic_load(&st.n_resent), atomic_load(&st.n_other),
+           atomic_load(&st.n_curl));
     fflush(stdout);
     ck_assert_msg(atomic_load(&st.n_other) == 0 && atomic_load(&st.n_curl) == 0,
                   "%ld answers neither 200, 4xx, nginx's 502 nor the store's 503, %ld without "
@@ -638,13 +639,16 @@ Suite *make_suite(void)
 {
     Suite *su = suite_create("cluster");
     TCase *tc = add_tcase(su, "same_key_over_instances", 60);
-    tcase_add_test(tc, test_same_key_from_32_threads_over_three_instances_one_200_rest_409_one_charge);
+    tcase_add_test(tc, test_same_key_from_32_threads_over_instances_one_200_rest_409_one_charge);
     tc = add_tcase(su, "lost_response_over_instances", 60);
-    tcase_add_test(tc, test_response_lost_on_instance_1_resent_to_instance_2_gets_the_stored_200);
+    tcase_add_test(tc,
+                   test_response_lost_on_instance_1_resent_to_instance_2_gets_the_stored_200);
     tcase_add_test(tc, test_attempts_1_fault_fires_once_per_identity_cluster_wide);
     tc = add_tcase(su, "stress_with_instance_killed", 900);
-    tcase_add_test(tc, test_stress_through_nginx_instance_killed_and_restarted_charges_at_most_once);
+    tcase_add_test(tc,
+                   test_stress_through_nginx_instance_killed_and_restarted_charged_at_most_once);
     tc = add_timing_tcase(su, "redis_stopped", 120);
-    tcase_add_test(tc, test_redis_stopped_gives_503_naming_the_store_no_crash_and_back_within_1s);
+    tcase_add_test(tc,
+                   test_redis_stopped_gives_503_naming_the_store_no_crash_and_back_within_1s);
     return su;
 }
