@@ -65,8 +65,9 @@ WARN      := -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wstrict-prototypes 
 # assert() states invariants (charges <= 1, a record completed only by its owner, a connection
 # in the scheduler only while suspended) and stays on in every build: never -DNDEBUG.
 CFLAGS    ?= -O2 -g
-# pkg-config modules: the server's (libcurl sends its webhooks), and what only the tests add.
-SRV_PKGS  := libmicrohttpd jansson libcurl
+# pkg-config modules: the server's (libcurl sends its webhooks, hiredis reaches --store redis://),
+# and what only the tests add.
+SRV_PKGS  := libmicrohttpd jansson libcurl hiredis
 TEST_PKGS := check
 ALL_CFLAGS = -std=c11 $(WARN) $(CFLAGS) $(SANFLAGS) -MMD -MP -pthread \
              $(shell pkg-config --cflags $(SRV_PKGS) 2>/dev/null)

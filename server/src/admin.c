@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "cluster.h"
 #include "common.h"
 #include "jsonpos.h"
 #include "render.h"
@@ -43,11 +44,28 @@ enum handler_result admin_health(struct gateway *gw, struct request *r)
                  "\"seed\":%llu}",
              (long)getpid(), (unsigned long long)gw->instance_id, started,
              (unsigned long long)s.seed);
-    if (gw->state) {
+    b.len--; /* reopen the object */
+    if (gw->cluster) {
+        /* The shared store (docs/cluster.md): a harness or a balancer's check sees it down. */
+        struct cluster_status cs;
+        cluster_status(gw->cluster, &cs);
+        buf_adds(&b, ",\"store\":{\"kind\":\"redis\",\"url\":");
+        buf_add_json_strz(&b, cluster_url_text(gw->cluster));
+        buf_addf(&b, ",\"state\":\"%s\"", cs.up ? "up" : "down");
+        if (!cs.up) {
+            buf_adds(&b, ",\"error\":");
+            buf_add_json_strz(&b, cs.error);
+        }
+        buf_addf(&b, ",\"applied\":%llu,\"lines\":%llu}}", (unsigned long long)cs.applied,
+                 (unsigned long long)cs.lines);
+    } else {
+        buf_adds(&b, ",\"store\":{\"kind\":\"memory\"}}");
+    }
+    if (gw->state && !gw->cluster) {
         /* What came back at start (docs/state-file.md §10.3): a harness can tell a restart
          * replayed, and how many unanswered requests it released. */
         const struct statefile_stats *st = &gw->state->start;
-        b.len--; /* reopen the object */
+        b.len--;
         buf_adds(&b, ",\"state_file\":{\"path\":");
         buf_add_json_strz(&b, gw->state->path);
         buf_addf(&b, ",\"replayed_lines\":%llu,\"payments\":%zu,\"idempotency_records\":%zu,"
@@ -157,10 +175,16 @@ enum handler_result admin_payments(struct gateway *g, struct request *r)
     buf_adds(&b, "{\"payments\":[");
     char *order_id = request_query(r, "orderId");
     struct listing l = {order_id, &b, true};
-    for (struct tenant *t = only ? only : gateway_tenant_next(g, NULL); t;
+    bool down = false;
+    for (struct tenant *t = only ? only : gateway_tenant_next(g, NULL); t && !down;
          t = only ? NULL : gateway_tenant_next(g, t))
-        gateway_tenant_txn(g, t, list_locked, &l);
+        down = gateway_tenant_txn(g, t, list_locked, &l) == GATEWAY_STORE_DOWN;
     free(order_id);
+    if (down) {
+        buf_fini(&b);
+        gateway_refuse_store(g, r);
+        return H_RESPOND;
+    }
     buf_adds(&b, "]}");
     return admin_respond(r, 200, &b);
 }
@@ -322,10 +346,10 @@ enum handler_result admin_reset(struct gateway *g, struct request *r)
         }
         json_decref(v);
     }
-    if (t)
-        gateway_reset_tenant(g, t, p);
-    else
-        gateway_reset(g, p);
+    if ((t ? gateway_reset_tenant(g, t, p) : gateway_reset(g, p)) == GATEWAY_STORE_DOWN) {
+        gateway_refuse_store(g, r);
+        return H_RESPOND;
+    }
     if (g->webhooks)
         webhooks_reset(g->webhooks, t);
     return describe(g, r, t);
@@ -397,6 +421,20 @@ enum handler_result admin_metrics(struct gateway *g, struct request *r)
     metrics_render(&b, &g->metrics, &g->flight, gateway_idem_records(g));
     if (g->webhooks)
         webhooks_render_metrics(g->webhooks, &b);
+    if (g->cluster) {
+        struct cluster_status cs;
+        cluster_status(g->cluster, &cs);
+        buf_adds(&b, "# HELP fakegate_store_up 1 when the last command to the shared store "
+                     "(--store redis://) reached it, else 0.\n# TYPE fakegate_store_up gauge\n");
+        buf_addf(&b, "fakegate_store_up %d\n", cs.up ? 1 : 0);
+        buf_adds(&b, "# HELP fakegate_store_errors_total Commands to the shared store that "
+                     "failed (unreachable, timed out, busy lease, lost lease).\n"
+                     "# TYPE fakegate_store_errors_total counter\n");
+        buf_addf(&b, "fakegate_store_errors_total %llu\n", (unsigned long long)cs.errors);
+        buf_adds(&b, "# HELP fakegate_store_log_applied Lines of the shared log this replica "
+                     "has applied.\n# TYPE fakegate_store_log_applied gauge\n");
+        buf_addf(&b, "fakegate_store_log_applied %llu\n", (unsigned long long)cs.applied);
+    }
     enum handler_result h = admin_respond(r, 200, &b);
     r->resp.content_type = "text/plain; version=0.0.4; charset=utf-8";
     return h;

@@ -258,6 +258,9 @@ enum handler_result admin_clock(struct gateway *g, struct request *r)
     json_decref(v);
     if (msg[0])
         return invalid(r, msg);
-    gateway_clock_advance(g, (int64_t)llround(s * 1e6));
+    if (gateway_clock_advance(g, (int64_t)llround(s * 1e6)) == GATEWAY_STORE_DOWN) {
+        gateway_refuse_store(g, r);
+        return H_RESPOND;
+    }
     return render_clock(g, r);
 }

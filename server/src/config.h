@@ -37,6 +37,8 @@ struct config {
     size_t max_payments;        /* --max-payments, per tenant (0 = GATEWAY_MAX_PAYMENTS_DEFAULT) */
     const char *state_file;     /* --state-file PATH, or NULL: state dies with the process */
     bool state_fsync_always;    /* --state-fsync always (default never) */
+    const char *store_url;      /* --store redis://HOST:PORT[/DB], checked; NULL: memory (the
+                                   default), state in this process only */
     size_t journal_size;        /* --journal-size, entries (0 = JOURNAL_SIZE_DEFAULT, 10 000) */
     unsigned max_connections;   /* --max-connections (0 = from the open-files limit) */
     size_t max_json_depth;      /* --max-json-depth, request bodies (0 = BODY_MAX_JSON_DEPTH_DEFAULT, 32) */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "common.h"
 #include "request.h"
 #include "rng.h"
@@ -73,24 +74,75 @@ uint64_t gateway_seed(const struct gateway *g, const struct profile *p)
     return !g->cfg->has_seed && p->has_seed ? p->seed : g->seed;
 }
 
+/* A section on the shared store (--store redis://, docs/cluster.md), store lock held: catch
+ * up on the log under the cluster lease, run fn, commit its line. GATEWAY_STORE_DOWN when the
+ * store could not be reached before fn (nothing ran) or after it (its changes are not kept:
+ * the replica rebuilds from the log at its next section). */
+static int shared_section(struct gateway *g, struct tenant *t, struct request *r,
+                          gateway_txn_fn fn, void *arg)
+{
+    if (cluster_begin(g->cluster) != 0) {
+        /* r's claim is in the log, and only r may release it: start again from the log, where
+         * the rebuild finds it this instance's and nobody's. */
+        if (r && r->claim)
+            cluster_mark_rebuild(g->cluster);
+        return GATEWAY_STORE_DOWN;
+    }
+    int rc;
+    if (r && r->adm.generation != t->generation) {
+        rc = GATEWAY_STRADDLED;
+        if (cluster_rebuilt(g->cluster)) { /* not a reset: the replica's own rebuild */
+            cluster_note_rebuilt(g->cluster);
+            rc = GATEWAY_STORE_DOWN;
+        }
+    } else {
+        rc = fn(g, &t->store, r, arg);
+    }
+    return cluster_commit(g->cluster) == 0 ? rc : GATEWAY_STORE_DOWN;
+}
+
 int gateway_txn(struct gateway *g, struct request *r, gateway_txn_fn fn, void *arg)
 {
     struct tenant *t = r->adm.tenant;
     assert(t); /* admitted: authenticated, with its tenant */
     pthread_mutex_lock(&g->lock);
-    int rc = r->adm.generation != t->generation ? GATEWAY_STRADDLED : fn(g, &t->store, r, arg);
-    statefile_commit(g->state); /* the section's changes reach the file before its answer */
+    int rc;
+    if (g->cluster) {
+        rc = shared_section(g, t, r, fn, arg);
+    } else {
+        rc = r->adm.generation != t->generation ? GATEWAY_STRADDLED : fn(g, &t->store, r, arg);
+        statefile_commit(g->state); /* the section's changes reach the file before its answer */
+    }
     pthread_mutex_unlock(&g->lock);
+    if (rc == GATEWAY_STORE_DOWN) {
+        gateway_refuse_store(g, r);
+        rc = GATEWAY_STRADDLED;
+    }
     return rc;
 }
 
 int gateway_tenant_txn(struct gateway *g, struct tenant *t, gateway_txn_fn fn, void *arg)
 {
     pthread_mutex_lock(&g->lock);
-    int rc = fn(g, &t->store, NULL, arg);
-    statefile_commit(g->state);
+    int rc;
+    if (g->cluster) {
+        rc = shared_section(g, t, NULL, fn, arg);
+    } else {
+        rc = fn(g, &t->store, NULL, arg);
+        statefile_commit(g->state);
+    }
     pthread_mutex_unlock(&g->lock);
     return rc;
+}
+
+void gateway_refuse_store(struct gateway *g, struct request *r)
+{
+    char msg[400];
+    cluster_message(g->cluster, msg, sizeof msg);
+    request_error(r, "SERVICE_UNAVAILABLE", msg);
+    r->resp.internal = true;
+    r->obs.outcome = OUT_CAPPED;
+    r->obs.store_down = true;
 }
 
 bool gateway_expire(struct gateway *g, struct store *s, struct payment *p)
@@ -105,13 +157,27 @@ int64_t gateway_now_us(const struct gateway *g)
     return now_unix_us() + atomic_load(&g->clock_offset_us);
 }
 
-void gateway_clock_advance(struct gateway *g, int64_t us)
+/* The clock's move as a section of the shared store: its record goes through the log. */
+static int clock_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
+{
+    (void)s;
+    (void)r;
+    int64_t us = *(const int64_t *)arg;
+    statefile_clock_locked(g->state, atomic_fetch_add(&g->clock_offset_us, us) + us);
+    return 0;
+}
+
+int gateway_clock_advance(struct gateway *g, int64_t us)
 {
     assert(us >= 0);
-    statefile_clock(g->state, &g->clock_offset_us, us);
+    if (!g->cluster)
+        statefile_clock(g->state, &g->clock_offset_us, us);
+    else if (gateway_tenant_txn(g, g->first, clock_locked, &us) == GATEWAY_STORE_DOWN)
+        return GATEWAY_STORE_DOWN;
     gateway_sweep_expired(g);
     if (g->webhooks)
         webhooks_wake(g->webhooks);
+    return 0;
 }
 
 static int count_idem_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
@@ -152,9 +218,35 @@ static void sweep_report(struct gateway *g, struct report *rp)
         report_sweep(rp, gateway_now_us(g), REPORT_SWEEP_BATCH, &more);
 }
 
+/* statefile_release_dead's judge: is instance `id` gone (its heartbeat lapsed)? */
+static int instance_dead(void *ctx, uint64_t id)
+{
+    struct cluster *c = ctx;
+    if (id == cluster_instance(c))
+        return 0;
+    int alive = cluster_instance_alive(c, id);
+    return alive < 0 ? -1 : !alive;
+}
+
+/* The claims of instances that died holding them (their heartbeat lapsed): released, as a
+ * claim left PROCESSING by a crash is at a state file's replay (docs/cluster.md). */
+static int release_dead_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
+{
+    (void)r;
+    *(size_t *)arg += statefile_release_dead(g->state, s, instance_dead, g->cluster);
+    return 0;
+}
+
 size_t gateway_sweep_expired(struct gateway *g)
 {
     size_t n = 0;
+    if (g->cluster) {
+        /* Once a second: this instance is alive, and an idle replica catches up. */
+        cluster_heartbeat(g->cluster);
+        size_t released = 0;
+        for (struct tenant *t = gateway_tenant_next(g, NULL); t; t = gateway_tenant_next(g, t))
+            gateway_tenant_txn(g, t, release_dead_locked, &released);
+    }
     for (struct tenant *t = gateway_tenant_next(g, NULL); t; t = gateway_tenant_next(g, t)) {
         gateway_tenant_txn(g, t, gateway_sweep_locked, &n);
         bool more = true;
@@ -267,29 +359,41 @@ void gateway_with_applied(struct gateway *g, void (*fn)(const struct applied *a,
     pthread_mutex_unlock(&g->apply_lock);
 }
 
-static int reset_store(struct gateway *g, struct store *s, struct request *r, void *arg)
+/* Every tenant's store emptied in one section (with --store redis://, one line of the log). */
+static int reset_stores(struct gateway *g, struct store *s, struct request *r, void *arg)
 {
+    (void)s;
     (void)arg;
     if (atomic_exchange(&g->clock_offset_us, 0) != 0)
         statefile_clock_locked(g->state, 0);
     __atomic_store_n(&g->generation, g->generation + 1, __ATOMIC_RELEASE);
-    return gateway_tenant_reset_locked(g, s, r, NULL);
+    for (struct tenant *t = gateway_tenant_next(g, NULL); t; t = gateway_tenant_next(g, t))
+        gateway_tenant_reset_locked(g, &t->store, r, NULL);
+    return 0;
 }
 
-void gateway_reset(struct gateway *g, struct profile *p)
+int gateway_reset(struct gateway *g, struct profile *p)
 {
     /* One step under apply_lock: no profile change, other reset or named lookup can land
      * between emptying the store and applying the profile. */
     struct applied *a = calloc(1, sizeof *a);
     pthread_mutex_lock(&g->apply_lock);
+    if (gateway_tenant_txn(g, g->first, reset_stores, NULL) == GATEWAY_STORE_DOWN) {
+        pthread_mutex_unlock(&g->apply_lock);
+        free(a);
+        profile_free(p);
+        return GATEWAY_STORE_DOWN;
+    }
+    /* The cluster's attempt counters, every tenant's (a replica may not know them all). */
+    if (g->cluster)
+        cluster_attempts_reset(g->cluster, NULL, true);
     journal_reset(&g->journal);
     uint64_t first = atomic_load(&g->journal.first_id);
     int64_t now = now_unix_us();
     report_reset(&g->report, now, first);
     timeline_clear(g->timeline);
     for (struct tenant *t = gateway_tenant_next(g, NULL); t; t = gateway_tenant_next(g, t)) {
-        gateway_tenant_txn(g, t, reset_store, NULL);
-        store_attempts_reset(&t->store);
+        store_attempts_reset(&t->store, false);
         report_reset(&t->report, now, first);
         if (atomic_load(&t->timeline))
             timeline_clear(atomic_load(&t->timeline));
@@ -324,6 +428,7 @@ void gateway_reset(struct gateway *g, struct profile *p)
         profile_free(p); /* out of memory: the active profile stays, with its state */
     }
     pthread_mutex_unlock(&g->apply_lock);
+    return 0;
 }
 
 static void free_named(struct applied *a)

@@ -22,6 +22,7 @@
 #include "store.h"
 #include "timeline.h"
 
+struct cluster;
 struct request;
 struct statefile;
 
@@ -112,6 +113,9 @@ struct gateway {
                                       before the daemon starts */
     struct statefile *state;       /* --state-file (statefile.h), or NULL; set by main before
                                       the daemon starts (gateway_attach_state) */
+    struct cluster *cluster;       /* --store redis:// (cluster.h), or NULL: every section then
+                                      begins and commits through it; set by main before the
+                                      daemon starts, with a shared state log in `state` */
 };
 
 /* Initialise with the settings (borrowed), the profile resolver (for names; may be NULL: then
@@ -133,8 +137,14 @@ void gateway_attach_state(struct gateway *g, struct statefile *sf);
  * Thread: main, before the daemon starts. */
 int gateway_subscribe(struct gateway *g, store_event_fn fn, void *ctx);
 
-/* gateway_txn's answer when a reset ran since the request was admitted: fn did not run. */
+/* gateway_txn's answer when fn did not run, or ran but its changes could not be kept: a reset
+ * ran since the request was admitted, or (--store redis://) the shared store could not be
+ * reached -- then r is answered already (503, gateway_refuse_store) and r->obs.store_down set.
+ * Either way r's claim, if it held one, is gone with its ledger. */
 #define GATEWAY_STRADDLED (-1000)
+/* gateway_tenant_txn's answer when the shared store (--store redis://) could not be reached:
+ * fn did not run, or its changes were not kept (the replica rebuilds from the log). */
+#define GATEWAY_STORE_DOWN (-1001)
 
 /* A section of work on the store: runs under the store lock, returns what gateway_txn returns
  * (any value but GATEWAY_STRADDLED). */
@@ -147,8 +157,13 @@ typedef int (*gateway_txn_fn)(struct gateway *g, struct store *s, struct request
 int gateway_txn(struct gateway *g, struct request *r, gateway_txn_fn fn, void *arg);
 
 /* Run fn(g, &t->store, NULL, arg) under the store lock (an admin call, the webhook thread).
- * Thread: any; fn must not call gateway_txn. */
+ * Returns fn's value, or GATEWAY_STORE_DOWN. Thread: any; fn must not call gateway_txn. */
 int gateway_tenant_txn(struct gateway *g, struct tenant *t, gateway_txn_fn fn, void *arg);
+
+/* Answer r 503 SERVICE_UNAVAILABLE with a message naming the shared store and why it failed
+ * ("fakegate store redis://127.0.0.1:6390/0 unreachable: Connection refused"), and mark it
+ * store_down (not judged by the report, like a request a reset overtook). Thread: any. */
+void gateway_refuse_store(struct gateway *g, struct request *r);
 
 /* The reset count of tenant t now, without the store lock. A /v1 request is stamped with its
  * tenant's when admitted. Exact where gateway_txn checks it; elsewhere (attempt counts,
@@ -191,8 +206,15 @@ void gateway_with_tenant_applied(struct gateway *g, struct tenant *t,
 
 /* POST /__admin/reset with X-Fakegate-Tenant: empty t's store, attempt counts, journal view,
  * report and profile state; then make `p` (owned, may be NULL) its own profile. Other
- * tenants are untouched. Thread: any. */
-void gateway_reset_tenant(struct gateway *g, struct tenant *t, struct profile *p);
+ * tenants are untouched. 0, or GATEWAY_STORE_DOWN (--store redis:// unreachable: nothing was
+ * reset, p freed). Thread: any. */
+int gateway_reset_tenant(struct gateway *g, struct tenant *t, struct profile *p);
+
+/* --store redis://: empty every tenant's store as a replay finds it at start (store_rewind, the
+ * gateway clock at 0), bumping each tenant's generation so requests in flight find their
+ * ledger gone; the caller then applies the whole log again (cluster.c). The state log must be
+ * replaying (no record appended). Store lock held. */
+void gateway_replica_clear_locked(struct gateway *g);
 
 /* gateway_txn sections of tenant.c, for gateway.c: one tenant's session sweep, its reset. */
 int gateway_sweep_locked(struct gateway *g, struct store *s, struct request *r, void *arg);
@@ -224,8 +246,10 @@ int gateway_resolve(struct gateway *g, const char *name, struct profile **out,
  * in flight now), attempt counts, and the state of the profiles X-Fakegate-Profile named
  * (reloaded when next named); then apply `p` (taking ownership), or re-apply the active
  * profile when p is NULL (fresh buckets, budgets, windows) -- all as one step under
- * apply_lock. Thread: any. */
-void gateway_reset(struct gateway *g, struct profile *p);
+ * apply_lock. With --store redis:// the stores' reset is one line of the log (every replica
+ * empties them at its next catch-up) and the cluster's attempt counters are deleted. 0, or
+ * GATEWAY_STORE_DOWN: the store was unreachable, nothing was reset (p freed). Thread: any. */
+int gateway_reset(struct gateway *g, struct profile *p);
 
 /* The profile in force: its name copied into `name`, and a malloc'd copy of the file it was
  * read from (the start profile, or one PUT or reset by name), or NULL when it was given inline
@@ -256,9 +280,11 @@ int64_t gateway_now_us(const struct gateway *g);
 
 /* Move the gateway clock forward by `us` (>= 0) microseconds, then expire every session that is
  * over at the new time and free the idempotency records past their TTL (gateway_sweep_expired)
- * and wake the webhook dispatcher, so whatever fell due fires at once, in due order. Thread: any
- * (not under the store lock). */
-void gateway_clock_advance(struct gateway *g, int64_t us);
+ * and wake the webhook dispatcher, so whatever fell due fires at once, in due order. With
+ * --store redis:// the move is a section of its own (its clock record in the log: every replica
+ * follows at its next catch-up). 0, or GATEWAY_STORE_DOWN (the clock did not move). Thread:
+ * any (not under the store lock). */
+int gateway_clock_advance(struct gateway *g, int64_t us);
 
 /* Expire every session whose --session-ttl is over at gateway_now_us (docs/api.md §2.1), in
  * creation order, each with its EXPIRED event; a session a confirm holds is looked at again on

@@ -37,6 +37,8 @@ struct idem_record {
     size_t scope_len;
     enum idem_state state;
     const void *owner;           /* the request holding the claim (PROCESSING only) */
+    uint64_t owner_instance;     /* --store redis://: the instance whose claim the log holds,
+                                    for a claim replayed from the log (0: none named) */
     int64_t expires_ns;          /* business time (the gateway clock), ns since the epoch */
     uint64_t body_hash;          /* hash of the first request's canonical body */
     struct idem_response resp;   /* DONE only */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "body.h"
+#include "cluster.h"
 #include "common.h"
 #include "config.h"
 #include "http.h"
@@ -39,7 +40,7 @@ enum opt_id {
     O_THREADS, O_MAX_CONNECTIONS, O_MAX_BODY, O_MAX_JSON_DEPTH, O_IDEMPOTENCY_TTL, O_MAX_IDEMPOTENCY_RECORDS, O_MAX_PAYMENTS,
     O_SESSION_TTL, O_STRICT_SESSIONS, O_IDLE_TIMEOUT,
     O_CONSECUTIVE_CANCEL_MS, O_REPORT_MAX_IDENTITIES, O_WEBHOOK_URL, O_WEBHOOK_MAX_PENDING,
-    O_MAX_TENANTS, O_JOURNAL_SIZE, O_STATE_FILE, O_STATE_FSYNC,
+    O_MAX_TENANTS, O_JOURNAL_SIZE, O_STATE_FILE, O_STATE_FSYNC, O_STORE,
     O_ADMIN_TOKEN, O_LOG, O_QUIET,
     O_CHECK_PROFILE, O_VERSION, O_HELP, O_COUNT
 };
@@ -78,6 +79,7 @@ static const struct opt opts[O_COUNT] = {
     [O_JOURNAL_SIZE] = {"journal-size", "N", true, "requests the journal (GET /__admin/requests) keeps, 1-1000000 (default 10000; about 0.4 KB an entry, taken at start)"},
     [O_STATE_FILE] = {"state-file", "PATH", true, "keep the ledger and the Idempotency-Key records in this append-only file (created 0600 if missing), each change written before its answer leaves; at start the file is replayed and a request left PROCESSING by a crash is released (docs/state-file.md)"},
     [O_STATE_FSYNC] = {"state-fsync", "POLICY", true, "never (default: write(2) before the answer; survives a crash or SIGKILL of fakegate, not of the machine) or always (fdatasync(2) too: survives power loss, a disk flush per change)"},
+    [O_STORE] = {"store", "memory|redis://HOST:PORT[/DB]", true, "where the ledger, the Idempotency-Key records, attempt counters and the gateway clock live: memory (default, this process only) or a Redis shared by several instances behind a load balancer (HOST a name or IPv4 address, PORT 1-65535, DB 0-15, default 0); a request that cannot reach it gets 503 SERVICE_UNAVAILABLE naming it; not with --state-file (docs/cluster.md)"},
     [O_ADMIN_TOKEN] = {"admin-token", "TOKEN", true, "require 'Authorization: Bearer TOKEN' on /__admin routes (not /__admin/health and the live page's files; /healthz and /metrics stay open; compared in constant time)"},
     [O_LOG] = {"log", "FORMAT", true, "access log on stderr, one line per request: text (default) or json"},
     [O_QUIET] = {"quiet", NULL, true, "no access log and no start-up notes on stderr (errors still print)"},
@@ -301,6 +303,21 @@ static int apply(struct cli *c, int id, const char *val, const char *src)
             goto bad;
         cfg->state_file = val;
         return 0;
+    case O_STORE: {
+        if (strcmp(val, "memory") == 0) {
+            cfg->store_url = NULL;
+            return 0;
+        }
+        struct cluster_url u;
+        char err[ERR_LEN];
+        if (cluster_parse_url(val, &u, err) != 0) {
+            bool flag = strcmp(src, "flag") == 0;
+            fprintf(stderr, "fakegate: %s%s%s\n", flag ? "" : src, flag ? "" : ": ", err);
+            return -1;
+        }
+        cfg->store_url = val;
+        return 0;
+    }
     case O_STATE_FSYNC:
         if (strcmp(val, "never") != 0 && strcmp(val, "always") != 0)
             goto bad;
@@ -477,6 +494,11 @@ static int parse_cli(struct cli *c, int argc, char **argv)
         if (apply(c, id, val, "flag") != 0)
             return -1;
     }
+    if (cfg->store_url && cfg->state_file) {
+        fprintf(stderr, "fakegate: --store %s with --state-file %s: choose one (the shared store "
+                        "keeps the state then; docs/cluster.md)\n", cfg->store_url, cfg->state_file);
+        return -1;
+    }
     return 0;
 }
 
@@ -589,6 +611,47 @@ static int open_state(struct gateway *g, const struct config *cfg, struct statef
     return 0;
 }
 
+/* --store redis://: connect, replay the shared log into the gateway (docs/cluster.md), and
+ * attach the shared state log. 0, or -1 with the message printed. */
+static int open_store(struct gateway *g, const struct config *cfg, struct statefile **sf_out,
+                      struct cluster **out)
+{
+    char err[ERR_LEN];
+    struct cluster_url u;
+    if (cluster_parse_url(cfg->store_url, &u, err) != 0) { /* checked by parse_cli */
+        fprintf(stderr, "fakegate: %s\n", err);
+        return -1;
+    }
+    int64_t t0 = now_mono_ns();
+    struct cluster *c = cluster_new(&u, g->instance_id, cfg->idempotency_ttl_s * 1000);
+    char name[sizeof u.text + 8];
+    snprintf(name, sizeof name, "%s log", u.text);
+    struct statefile *sf = c ? statefile_new_shared(name, c) : NULL;
+    if (!sf) {
+        fprintf(stderr, "fakegate: out of memory\n");
+        cluster_free(c);
+        return -1;
+    }
+    gateway_attach_state(g, sf);
+    g->cluster = c;
+    uint64_t lines = 0;
+    if (cluster_start(c, sf, g, &lines, err) != 0) {
+        fprintf(stderr, "fakegate: %s\n", err);
+        g->cluster = NULL;
+        gateway_attach_state(g, NULL);
+        statefile_free(sf);
+        cluster_free(c);
+        return -1;
+    }
+    if (!cfg->quiet)
+        fprintf(stderr, "fakegate: --store %s: instance %016llx, replayed %llu lines of the shared "
+                        "log in %.1f ms\n", u.text, (unsigned long long)g->instance_id,
+                (unsigned long long)lines, (double)(now_mono_ns() - t0) / 1e6);
+    *sf_out = sf;
+    *out = c;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     subcmd_fn sub = argc >= 2 ? subcmd_find(argv[1]) : NULL;
@@ -653,6 +716,7 @@ static int run(struct cli *clip, int argc, char **argv)
         return 1;
     }
     struct statefile *sf = NULL;
+    struct cluster *cl = NULL;
     if (observe_init(&gw) != 0) {
         fprintf(stderr, "fakegate: out of memory\n");
         goto fail_gateway;
@@ -660,6 +724,10 @@ static int run(struct cli *clip, int argc, char **argv)
     if (cfg->state_file && open_state(&gw, cfg, &sf) != 0) {
         gateway_fini(&gw);
         return 2; /* a state file that cannot be read back is a usage error, as a profile's */
+    }
+    if (cfg->store_url && open_store(&gw, cfg, &sf, &cl) != 0) {
+        gateway_fini(&gw);
+        return 1; /* a store that cannot be reached is a runtime failure */
     }
     struct webhooks *wh = webhooks_start(&gw, cfg->webhook_urls, cfg->n_webhook_urls,
                                          cfg->webhook_max_pending, cfg->quiet, err);
@@ -741,6 +809,7 @@ static int run(struct cli *clip, int argc, char **argv)
     gateway_fini(&gw);
     bool lost = sf && atomic_load(&sf->failed);
     statefile_free(sf);
+    cluster_free(cl);
     return lost ? 1 : 0;
 
 fail_sched:
@@ -750,5 +819,6 @@ fail_webhooks:
 fail_gateway:
     gateway_fini(&gw);
     statefile_free(sf);
+    cluster_free(cl);
     return 1;
 }

@@ -28,7 +28,9 @@
  * that restarted under it would (500), and touch nothing. */
 enum handler_result pay_straddled(struct request *r)
 {
-    r->claim = NULL; /* freed by the reset */
+    r->claim = NULL; /* freed by the reset (or the replica's rebuild from the shared log) */
+    if (r->obs.store_down)
+        return H_RESPOND; /* answered 503 naming the store (gateway_refuse_store) */
     r->obs.straddled_reset = true;
     request_internal(r, "FAILED_INTERNAL_SYSTEM_PROCESSING");
     r->obs.outcome = OUT_BUSINESS_ERROR;
@@ -217,7 +219,9 @@ bool pay_over_bounds(struct gateway *g, struct request *r, bool creates)
     a.scope = scope;
     int rc = a.scope || creates ? gateway_txn(g, r, bounds_locked, &a) : 0;
     free(scope);
-    return rc == 1; /* a reset overtook r (GATEWAY_STRADDLED): it is answered further on */
+    /* A reset overtook r (GATEWAY_STRADDLED): it is answered further on; the shared store down:
+     * answered 503 now. */
+    return rc == 1 || r->obs.store_down;
 }
 
 /* Idempotency at the moment a request leaves its queue (docs/idempotency.md §3): PROCESSING
@@ -384,8 +388,10 @@ static enum handler_result confirm_commit(struct gateway *g, struct request *r)
 {
     struct commit_view v = {.body = NULL};
     int rc = gateway_txn(g, r, commit_locked, &v);
-    if (rc == GATEWAY_STRADDLED)
+    if (rc == GATEWAY_STRADDLED) {
+        free(v.body); /* rendered when the shared store failed only after the section ran */
         return pay_straddled(r);
+    }
     if (rc == COMMIT_FAILED) {
         request_internal(r, "FAILED_INTERNAL_SYSTEM_PROCESSING");
         return H_RESPOND;
@@ -475,8 +481,10 @@ static enum handler_result cancel_commit(struct gateway *g, struct request *r)
 {
     struct cancel_result res = {NULL, 0};
     int rc = gateway_txn(g, r, cancel_locked, &res);
-    if (rc == GATEWAY_STRADDLED)
+    if (rc == GATEWAY_STRADDLED) {
+        free(res.body); /* the shared store failed after the section ran */
         return pay_straddled(r); /* the payment it was for is gone (docs/admin.md §5 reset) */
+    }
     if (rc == CANCEL_FAILED)
         request_internal(r, "FAILED_INTERNAL_SYSTEM_PROCESSING");
     else if (rc == CANCEL_DONE)
@@ -594,8 +602,10 @@ static enum handler_result read_now(struct gateway *g, struct request *r)
         return transactions_now(g, r);
     struct read_result res = {NULL, 0};
     int rc = gateway_txn(g, r, read_locked, &res);
-    if (rc == GATEWAY_STRADDLED)
+    if (rc == GATEWAY_STRADDLED) {
+        free(res.body); /* the shared store failed after the section ran */
         return pay_straddled(r);
+    }
     if (rc < 0) {
         request_error(r, "NOT_FOUND_PAYMENT", NULL);
         r->obs.outcome = OUT_BUSINESS_ERROR;
@@ -799,8 +809,11 @@ enum handler_result payments_confirm(struct gateway *g, struct request *r)
     body_free(b);
     if (!pay_plan_current(g, r, r->adm.idem_key ? r->adm.idem_key : r->order_id))
         return pay_straddled(r);
-    if (gateway_txn(g, r, arrive_locked, NULL) == GATEWAY_STRADDLED)
+    if (gateway_txn(g, r, arrive_locked, NULL) == GATEWAY_STRADDLED) {
+        if (r->obs.store_down)
+            return H_RESPOND; /* answered 503 naming the store */
         r->payment = NULL; /* it will be answered 500 when it leaves its queue */
+    }
     return pay_enqueue(g, r);
 }
 

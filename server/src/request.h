@@ -131,6 +131,8 @@ struct observe_state {
     bool latency_spent;    /* it went on into its processing latency (not a 409, replay, drop
                               or early error) */
     bool straddled_reset;  /* a reset overtook it: answered 500, not executed, not counted */
+    bool store_down;       /* --store redis:// could not be reached for it: answered 503
+                              (gateway_refuse_store) */
     bool fault_acted;      /* its planned fault changed what it was sent (answer.c) */
     int64_t sent_ns;       /* monotonic: the answer was handed to libmicrohttpd (http.c) */
     bool client_done;      /* the client had finished sending (its end-of-file, or a reset,

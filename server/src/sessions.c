@@ -73,7 +73,10 @@ enum handler_result payments_register_session(struct gateway *g, struct request 
     }
     int rc = gateway_tenant_txn(g, t ? t : gateway_tenant_next(g, NULL), session_locked, &a);
     body_free(b);
-    if (rc != 0 && a.why == LEDGER_KEY_EXISTS)
+    if (rc == GATEWAY_STORE_DOWN) {
+        free(a.body);
+        gateway_refuse_store(g, r);
+    } else if (rc != 0 && a.why == LEDGER_KEY_EXISTS)
         body_invalid(r, "INVALID_REQUEST", "paymentKey: 이미 존재하는 결제입니다.",
                      "paymentKey: the payment already exists");
     else if (rc != 0 && a.why == LEDGER_ORDER_TAKEN)

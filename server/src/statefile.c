@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cluster.h"
 #include "idem.h"
 #include "ledger.h"
 #include "store.h"
@@ -48,11 +49,26 @@ struct statefile *statefile_open(const char *path, enum statefile_sync sync, cha
     return sf;
 }
 
+struct statefile *statefile_new_shared(const char *name, struct cluster *c)
+{
+    struct statefile *sf = calloc(1, sizeof *sf);
+    if (!sf || !(sf->path = strdup(name))) {
+        free(sf);
+        return NULL;
+    }
+    sf->fd = -1;
+    sf->cluster = c;
+    buf_init(&sf->pending);
+    pthread_mutex_init(&sf->clock_lock, NULL);
+    return sf;
+}
+
 void statefile_free(struct statefile *sf)
 {
     if (!sf)
         return;
-    close(sf->fd);
+    if (sf->fd >= 0)
+        close(sf->fd);
     buf_fini(&sf->pending);
     pthread_mutex_destroy(&sf->clock_lock);
     free(sf->path);
@@ -105,6 +121,28 @@ void statefile_commit(struct statefile *sf)
         write_line(sf, sf->pending.data, sf->pending.len);
     }
     sf->lines++;
+    sf->pending.len = 0;
+    sf->pending.oom = false;
+}
+
+const char *statefile_take_line(struct statefile *sf, size_t *len)
+{
+    if (sf->pending.len == 0) {
+        *len = 0;
+        return NULL;
+    }
+    buf_add(&sf->pending, "]", 2); /* with its NUL, not counted */
+    if (sf->pending.oom) {
+        statefile_clear_line(sf);
+        *len = 0;
+        return NULL;
+    }
+    *len = sf->pending.len - 1;
+    return sf->pending.data;
+}
+
+void statefile_clear_line(struct statefile *sf)
+{
     sf->pending.len = 0;
     sf->pending.oom = false;
 }
@@ -310,6 +348,10 @@ void statefile_rec_claim(struct statefile *sf, struct store *s, const struct ide
     buf_adds(b, ",\"hash\":");
     hex_u64(b, rec->body_hash);
     field_i64(b, "at_ns", now_ns);
+    if (sf->cluster) { /* its owner, so a dead instance's claims can be released */
+        buf_adds(b, ",\"inst\":");
+        hex_u64(b, cluster_instance(sf->cluster));
+    }
     buf_addc(b, '}');
 }
 

@@ -43,8 +43,13 @@ struct statefile_stats {
     int64_t clock_offset_us;      /* the gateway clock's offset restored */
 };
 
+struct cluster;
+
 struct statefile {
-    int fd;                       /* open O_APPEND once statefile_open returned */
+    int fd;                       /* open O_APPEND once statefile_open returned; -1 with a
+                                     cluster (the log is in Redis) */
+    struct cluster *cluster;      /* --store redis://: the section's line goes to the shared
+                                     log (cluster.h) instead of the file; borrowed */
     char *path;                   /* owned */
     enum statefile_sync sync;
     struct buf pending;           /* the section's records, comma-separated (store lock) */
@@ -60,6 +65,11 @@ struct statefile {
  * gateway_attach_state. Returns the handle (statefile_free), or NULL with a message in err
  * ("--state-file PATH: Permission denied"). Thread: main. */
 struct statefile *statefile_open(const char *path, enum statefile_sync sync, char err[ERR_LEN]);
+/* A state log with no file, for --store redis:// (cluster.h): the records of each section
+ * gather in the pending buffer as for a file, and cluster_commit takes them
+ * (statefile_take_line). `name` (copied) names the log in replay errors ("redis://H:P/0 log").
+ * NULL on out of memory. Thread: main. */
+struct statefile *statefile_new_shared(const char *name, struct cluster *c);
 /* Close and free (NULL allowed). Thread: main, after the daemon stopped. */
 void statefile_free(struct statefile *sf);
 
@@ -73,6 +83,29 @@ void statefile_free(struct statefile *sf);
  * or truncated then. Thread: main, before the daemon starts and before any request. */
 int statefile_replay(struct statefile *sf, struct gateway *g, struct statefile_stats *st,
                      char err[ERR_LEN]);
+
+/* Apply one line of the log (`line`, n bytes, a JSON array of records; a trailing newline
+ * allowed) to g's tenants, as statefile_replay applies each line of a file: stores emit no
+ * events and append nothing meanwhile. `lineno` (from 1) names it in errors. Returns 0 with
+ * *records (may be NULL) increased by the records applied, or -1 with a message in err
+ * ("NAME:LINE: record K (kind): ..."); the records before the bad one stay applied. Store lock
+ * held (or main before the daemon starts). */
+int statefile_apply_line(struct statefile *sf, struct gateway *g, const char *line, size_t n,
+                         uint64_t lineno, uint64_t *records, char err[ERR_LEN]);
+/* Release every record left PROCESSING by a claim of instance `instance` (as its log records
+ * name it) in g's tenants, appending the releases to the pending line: after a replica's
+ * rebuild, its own claims are nobody's. Returns how many. Store lock held. */
+size_t statefile_release_instance(struct statefile *sf, struct gateway *g, uint64_t instance);
+/* Release the PROCESSING records of store s claimed (in the log) by another instance that
+ * `dead(ctx, instance)` says is gone (1 gone, 0 alive, -1 unknown: kept), appending the
+ * releases. Returns how many. Store lock held. */
+size_t statefile_release_dead(struct statefile *sf, struct store *s,
+                              int (*dead)(void *ctx, uint64_t instance), void *ctx);
+/* The section's pending records as one line (a JSON array, no newline), NUL-terminated, in
+ * *len bytes; NULL when the section changed nothing. Borrowed until statefile_clear_line,
+ * which empties the pending buffer. Store lock held. */
+const char *statefile_take_line(struct statefile *sf, size_t *len);
+void statefile_clear_line(struct statefile *sf);
 
 /* Write the section's pending records (if any) as one line and clear them; with
  * STATEFILE_SYNC_ALWAYS also fdatasync. On a write error it prints the error once, marks the

@@ -275,8 +275,10 @@ static int apply_idem(struct replay *rp, struct store *s, const json_t *rec)
         /* At --max-idempotency-records, the records that had expired by then go first, as
          * the sweep made room for this claim when it was made. */
         else if (!store_idem_room(s, at_ns) ||
-                 !store_idem_claim(s, scope, len, &replay_owner, hash, at_ns))
+                 !(r = store_idem_claim(s, scope, len, &replay_owner, hash, at_ns)))
             rc = bad(rp, "no room for the record (--max-idempotency-records, or out of memory)");
+        else if (json_object_get(rec, "inst") && !get_u64hex(rp, rec, "inst", &r->owner_instance))
+            rc = -1;
     } else if (!r || r->state != IDEM_PROCESSING) {
         rc = bad(rp, "no record PROCESSING under this key");
     } else if (strcmp(rp->kind, "release") == 0) {
@@ -343,7 +345,8 @@ static int apply(struct replay *rp, const json_t *rec)
             return -1;
         if (s->ledger.next_id != 1 && s->ledger.salt != salt)
             return bad(rp, "a second salt for a ledger that has made payments");
-        s->ledger.salt = salt;
+        if (s->ledger.salt != salt) /* a replica adopts the log's before its first payment */
+            s->ledger.salt = salt;
         s->log_salted = true;
         return 0;
     }
@@ -354,6 +357,75 @@ static int apply(struct replay *rp, const json_t *rec)
     if (kind == 4)
         return gateway_tenant_reset_locked(rp->g, s, NULL, NULL);
     return kind < FIRST_ON_PAYMENT ? apply_idem(rp, s, rec) : apply_payment(rp, s, rec);
+}
+
+/* Parse one line and apply its records in order. 0, or -1 with rp->err filled. */
+static int apply_line(struct replay *rp, const char *line, size_t n, uint64_t *records)
+{
+    json_error_t je;
+    json_t *v = json_loadb(line, n, 0, &je);
+    int rc = 0;
+    if (!json_is_array(v)) {
+        snprintf(rp->err, ERR_LEN, "%s:%llu:%d: %s", rp->path, (unsigned long long)rp->line,
+                 v ? 1 : je.column, v ? "a line is an array of records" : je.text);
+        rc = -1;
+    }
+    size_t i;
+    json_t *rec;
+    json_array_foreach(v, i, rec) {
+        rp->index = i + 1;
+        if (rc == 0 && (rc = apply(rp, rec)) == 0 && records)
+            (*records)++;
+    }
+    json_decref(v);
+    return rc;
+}
+
+int statefile_apply_line(struct statefile *sf, struct gateway *g, const char *line, size_t n,
+                         uint64_t lineno, uint64_t *records, char err[ERR_LEN])
+{
+    struct replay rp = {.g = g, .path = sf->path, .err = err, .line = lineno};
+    sf->replaying = true;
+    int rc = apply_line(&rp, line, n, records);
+    sf->replaying = false;
+    return rc;
+}
+
+/* Release the PROCESSING records of store s a replayed claim made whose instance `gone` says
+ * is gone. Returns how many; their releases are appended. */
+static size_t release_if(struct store *s, int (*gone)(void *ctx, uint64_t instance), void *ctx)
+{
+    size_t n = 0;
+    for (struct idem_record *r = s->idem.oldest, *next; r; r = next) {
+        next = r->newer;
+        if (r->state == IDEM_PROCESSING && r->owner == &replay_owner && r->owner_instance &&
+            gone(ctx, r->owner_instance) == 1) {
+            store_idem_release(s, r, &replay_owner);
+            n++;
+        }
+    }
+    return n;
+}
+
+static int is_instance(void *ctx, uint64_t instance)
+{
+    return instance == *(const uint64_t *)ctx;
+}
+
+size_t statefile_release_instance(struct statefile *sf, struct gateway *g, uint64_t instance)
+{
+    (void)sf;
+    size_t n = 0;
+    for (struct tenant *t = gateway_tenant_next(g, NULL); t; t = gateway_tenant_next(g, t))
+        n += release_if(&t->store, is_instance, &instance);
+    return n;
+}
+
+size_t statefile_release_dead(struct statefile *sf, struct store *s,
+                              int (*dead)(void *ctx, uint64_t instance), void *ctx)
+{
+    (void)sf;
+    return release_if(s, dead, ctx);
 }
 
 /* Release every record a replayed claim left PROCESSING (its request never got an answer),
@@ -395,21 +467,7 @@ int statefile_replay(struct statefile *sf, struct gateway *g, struct statefile_s
             st->torn_bytes = (size_t)n;
             break;
         }
-        json_error_t je;
-        json_t *v = json_loadb(line, (size_t)n, 0, &je);
-        if (!json_is_array(v)) {
-            snprintf(err, ERR_LEN, "%s:%llu:%d: %s", sf->path, (unsigned long long)rp.line,
-                     v ? 1 : je.column, v ? "a line is an array of records" : je.text);
-            rc = -1;
-        }
-        size_t i;
-        json_t *rec;
-        json_array_foreach(v, i, rec) {
-            rp.index = i + 1;
-            if (rc == 0 && (rc = apply(&rp, rec)) == 0)
-                st->records++;
-        }
-        json_decref(v);
+        rc = apply_line(&rp, line, (size_t)n, &st->records);
         good += n;
         if (rc == 0)
             st->lines++;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "statefile.h"
 
 static void emit(struct store *s, struct payment *p, struct request *cause, int64_t at_us)
@@ -48,9 +49,23 @@ void store_reset(struct store *s)
     idem_reset(&s->idem);
 }
 
-void store_attempts_reset(struct store *s)
+int store_attempts_reset(struct store *s, bool shared)
 {
+    int rc = 0;
+    if (shared && s->log && s->log->cluster)
+        rc = cluster_attempts_reset(s->log->cluster,
+                                    s->tenant_key ? __atomic_load_n(s->tenant_key, __ATOMIC_ACQUIRE) : NULL,
+                                    false);
     attempts_reset(&s->attempts);
+    return rc;
+}
+
+void store_rewind(struct store *s)
+{
+    store_reset(s);
+    s->ledger.next_id = 1;
+    s->ledger.next_seq = 1;
+    s->log_salted = false;
 }
 
 struct payment *store_payment(struct store *s, const char *payment_key)
@@ -266,6 +281,14 @@ size_t store_idem_count(const struct store *s)
 uint32_t store_attempts_next(struct store *s, enum route_id route, const char *identity,
                              int64_t now_us)
 {
+    uint32_t n;
+    /* Shared: a fault with attempts [1] fires once per identity across the cluster. A store
+     * that is down counts locally; the request's section fails with 503 anyway. */
+    if (s->log && s->log->cluster &&
+        cluster_attempts_next(s->log->cluster,
+                              s->tenant_key ? __atomic_load_n(s->tenant_key, __ATOMIC_ACQUIRE) : NULL,
+                              (int)route, identity, &n) == 0)
+        return n;
     return attempts_next(&s->attempts, route, identity, now_us);
 }
 

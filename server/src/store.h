@@ -67,8 +67,14 @@ void store_set_limits(struct store *s, size_t max_idem_records, size_t max_payme
 /* Empty the payments and the idempotency records (POST /__admin/reset); the id and commit
  * sequences carry on, so no derived key repeats. Store lock held. */
 void store_reset(struct store *s);
-/* Empty the attempt counters (POST /__admin/reset). Its own locks: no store lock needed. */
-void store_attempts_reset(struct store *s);
+/* Empty the attempt counters (POST /__admin/reset); with `shared`, the --store redis://
+ * cluster's of this tenant too (cluster_attempts_reset). 0, or -1 when the shared ones could
+ * not be deleted (the store is down). Its own locks: no store lock needed. */
+int store_attempts_reset(struct store *s, bool shared);
+/* store_reset, then the id and commit sequences start again from 1 and the salt record is to
+ * be read again: the store as a replay finds it at start, for a replica that applies the whole
+ * log again (cluster.h). Call it with the log replaying (no record appended). Store lock held. */
+void store_rewind(struct store *s);
 
 /* --- payments (docs/api.md §2) --- */
 
@@ -167,8 +173,9 @@ size_t store_idem_count(const struct store *s);
 
 /* One more request of `identity` on `route` at now_us (the gateway clock, µs since the epoch):
  * its attempt number -- 1 for the first since the last reset, or when the identity's previous
- * request on the route came --idempotency-ttl or more before (attempts_next). Thread: any,
- * without the store lock. */
+ * request on the route came --idempotency-ttl or more before (attempts_next). With --store
+ * redis:// the count is the cluster's (cluster_attempts_next). Thread: any, without the store
+ * lock. */
 uint32_t store_attempts_next(struct store *s, enum route_id route, const char *identity,
                              int64_t now_us);
 /* attempts_sweep on the store's counters: free those idle for --idempotency-ttl at now_us (the

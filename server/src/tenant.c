@@ -319,11 +319,24 @@ int gateway_tenant_reset_locked(struct gateway *g, struct store *s, struct reque
     return 0;
 }
 
-void gateway_reset_tenant(struct gateway *g, struct tenant *t, struct profile *p)
+void gateway_replica_clear_locked(struct gateway *g)
+{
+    atomic_store(&g->clock_offset_us, 0);
+    for (struct tenant *t = gateway_tenant_next(g, NULL); t; t = gateway_tenant_next(g, t)) {
+        gateway_tenant_reset_locked(g, &t->store, NULL, NULL);
+        store_rewind(&t->store);
+    }
+}
+
+int gateway_reset_tenant(struct gateway *g, struct tenant *t, struct profile *p)
 {
     pthread_mutex_lock(&g->apply_lock);
-    gateway_tenant_txn(g, t, gateway_tenant_reset_locked, NULL);
-    store_attempts_reset(&t->store);
+    if (gateway_tenant_txn(g, t, gateway_tenant_reset_locked, NULL) == GATEWAY_STORE_DOWN) {
+        pthread_mutex_unlock(&g->apply_lock);
+        profile_free(p);
+        return GATEWAY_STORE_DOWN;
+    }
+    store_attempts_reset(&t->store, true);
     uint64_t next = atomic_load(&g->journal.next_id);
     atomic_store(&t->journal_floor, next);
     report_reset(&t->report, now_unix_us(), next);
@@ -332,9 +345,10 @@ void gateway_reset_tenant(struct gateway *g, struct tenant *t, struct profile *p
     pthread_mutex_unlock(&g->apply_lock);
     if (p) {
         gateway_apply_tenant(g, t, p);
-        return;
+        return 0;
     }
     pthread_mutex_lock(&g->apply_lock);
     refresh_live(g, t, true);
     pthread_mutex_unlock(&g->apply_lock);
+    return 0;
 }

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "admin.h"
@@ -70,8 +71,10 @@ enum handler_result pay_va_commit(struct gateway *g, struct request *r)
 {
     struct va_result res = {NULL, 0};
     int rc = gateway_txn(g, r, va_locked, &res);
-    if (rc == GATEWAY_STRADDLED)
+    if (rc == GATEWAY_STRADDLED) {
+        free(res.body); /* the shared store failed after the section ran */
         return pay_straddled(r);
+    }
     if (rc == VA_FAILED)
         request_internal(r, "FAILED_INTERNAL_SYSTEM_PROCESSING");
     else if (rc == VA_DONE)
@@ -171,7 +174,10 @@ enum handler_result payments_admin_deposit(struct gateway *g, struct request *r)
     }
     int rc = gateway_tenant_txn(g, t ? t : gateway_tenant_next(g, NULL), deposit_locked, &a);
     body_free(b);
-    if (rc == 0)
+    if (rc == GATEWAY_STORE_DOWN) {
+        free(a.body);
+        gateway_refuse_store(g, r);
+    } else if (rc == 0)
         request_respond(r, 200, a.body, a.len);
     else if (a.code && a.ko)
         body_invalid(r, a.code, a.ko, a.en);
