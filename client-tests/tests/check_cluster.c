@@ -127,6 +127,80 @@ START_TEST(test_same_key_from_32_threads_over_instances_one_200_rest_409_one_cha
 }
 END_TEST
 
+/* One paymentKey confirmed at once on every instance under keys of their own (or none): no
+ * record ties them, only the ledger rule "one approval per paymentKey" (docs/idempotency.md,
+ * "is being processed" and "already approved"), which must hold across instances. */
+#define MULTI_PAYMENTS 20
+#define MULTI_EACH 6
+
+struct multi {
+    const fg_cluster *c;
+    int index;
+    pthread_barrier_t *bar;
+    fg_response r[MULTI_PAYMENTS];
+};
+
+static void *multi_one(void *arg)
+{
+    struct multi *w = arg;
+    for (int k = 0; k < MULTI_PAYMENTS; k++) {
+        char pk[32], oid[32], key[48];
+        snprintf(pk, sizeof pk, "pk_multi_%d", k);
+        snprintf(oid, sizeof oid, "order_multi_%d", k);
+        snprintf(key, sizeof key, "multi-%d-%d", k, w->index);
+        pthread_barrier_wait(w->bar);
+        confirm_fresh(w->c->inst[w->index % CLUSTER_N], pk, oid, 1000,
+                      w->index % 2 == 0 ? key : NULL, 10000, &w->r[k]);
+    }
+    return NULL;
+}
+
+START_TEST(test_one_payment_under_different_keys_over_instances_approved_once)
+{
+    fg_cluster *c = cluster_start(NULL);
+    struct multi w[MULTI_EACH];
+    pthread_t t[MULTI_EACH];
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, MULTI_EACH);
+    for (int i = 0; i < MULTI_EACH; i++) {
+        w[i] = (struct multi){.c = c, .index = i, .bar = &bar};
+        ck_assert(pthread_create(&t[i], NULL, multi_one, &w[i]) == 0);
+    }
+    for (int i = 0; i < MULTI_EACH; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&bar);
+    for (int i = 0; i < CLUSTER_N; i++) {
+        char *e = fg_server_stderr(c->inst[i]);
+        ck_assert_msg(cluster_alive(c->inst[i]->pid),
+                      "instance %d died under concurrent confirms of one paymentKey; its "
+                      "stderr: %.1500s", i + 1, e);
+        free(e);
+    }
+    for (int k = 0; k < MULTI_PAYMENTS; k++) {
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_multi_%d", k);
+        snprintf(oid, sizeof oid, "order_multi_%d", k);
+        int n_200 = 0;
+        for (int i = 0; i < MULTI_EACH; i++) {
+            const fg_response *r = &w[i].r[k];
+            ck_assert_msg(r->curl_code == CURLE_OK, "%s, thread %d (instance %d): no answer: %s",
+                          pk, i, i % CLUSTER_N + 1, r->curl_error);
+            if (r->status == 200)
+                n_200++;
+            else
+                assert_error2(r, 400, "ALREADY_PROCESSED_PAYMENT", "ALREADY_PROCESSING_REQUEST");
+        }
+        ck_assert_msg(n_200 == 1, "%s: %d of %d concurrent confirms over the instances answered "
+                      "200", pk, n_200, MULTI_EACH);
+        for (int i = 0; i < CLUSTER_N; i++)
+            assert_charged_once(c->inst[i], pk, oid);
+        for (int i = 0; i < MULTI_EACH; i++)
+            fg_response_fini(&w[i].r[k]);
+    }
+    cluster_free(c);
+}
+END_TEST
+
 /* ---- a lost response, and attempts: [1] over the cluster ---------------------------------- */
 
 /* Lose the response of attempt 1 of every identity (the payment commits): docs/profiles.md §4,
@@ -395,8 +469,17 @@ static void *stress_worker(void *arg)
 /* The ledger of instance i, sorted by paymentKey (new reference). */
 static json_t *ledger_of(const fg_cluster *c, int i)
 {
-    json_t *a = fg_admin_payments(c->inst[i], NULL);
-    ck_assert_msg(a != NULL, "GET /__admin/payments on instance %d failed", i + 1);
+    fg_response r;
+    fg_request req = {.path = "/__admin/payments", .timeout_ms = STRESS_TIMEOUT_MS};
+    fg_http(c->inst[i], NULL, &req, &r);
+    json_t *a = json_object_get(r.json, "payments");
+    if (r.status != 200 || !json_is_array(a)) {
+        char *e = fg_server_stderr(c->inst[i]);
+        ck_abort_msg("GET /__admin/payments on instance %d: curl %s, %ld %.500s; its stderr: "
+                     "%.1500s", i + 1, r.curl_error, r.status, r.body, e);
+    }
+    json_incref(a);
+    fg_response_fini(&r);
     return a;
 }
 
@@ -640,6 +723,7 @@ Suite *make_suite(void)
     Suite *su = suite_create("cluster");
     TCase *tc = add_tcase(su, "same_key_over_instances", 60);
     tcase_add_test(tc, test_same_key_from_32_threads_over_instances_one_200_rest_409_one_charge);
+    tcase_add_test(tc, test_one_payment_under_different_keys_over_instances_approved_once);
     tc = add_tcase(su, "lost_response_over_instances", 60);
     tcase_add_test(tc,
                    test_response_lost_on_instance_1_resent_to_instance_2_gets_the_stored_200);
