@@ -540,6 +540,12 @@ START_TEST(test_stress_through_nginx_instance_killed_and_restarted_charged_at_mo
            atomic_load(&st.n_503), atomic_load(&st.n_resent), atomic_load(&st.n_other),
            atomic_load(&st.n_curl));
     fflush(stdout);
+    for (int i = 0; i < CLUSTER_N; i++) {
+        char *e = fg_server_stderr(c->inst[i]);
+        ck_assert_msg(cluster_alive(c->inst[i]->pid), "instance %d died during the stress (not "
+                      "the kill); its stderr: %.1500s", i + 1, e);
+        free(e);
+    }
     ck_assert_msg(atomic_load(&st.n_other) == 0 && atomic_load(&st.n_curl) == 0,
                   "%ld answers neither 200, 4xx, nginx's 502 nor the store's 503, %ld without "
                   "an answer; the first: %s", atomic_load(&st.n_other), atomic_load(&st.n_curl),
