@@ -6,7 +6,9 @@
  * with an instance SIGKILLed and restarted charges no paymentKey twice and leaves one ledger,
  * the same from every instance; Redis stopped gives 503s naming the store, no crash, and
  * service back within a second of its return. Each case starts its own cluster on a fresh
- * Redis. Not in `make test`: it needs redis-server and nginx (scripts/install-deps cluster). */
+ * Redis. What is shared, and what is not yet (the journal and the report, the profile in
+ * force): docs/cluster.md §11.1. Not in `make test`: it needs redis-server and nginx
+ * (scripts/install-deps cluster). */
 #define _GNU_SOURCE
 
 #include <check.h>
@@ -118,7 +120,7 @@ START_TEST(test_same_key_from_32_threads_over_instances_one_200_rest_409_one_cha
                       i + 1, ledger_size(c->inst[i]));
         assert_charged_once(c->inst[i], "pk_race", "order_race");
     }
-    /* ... and that state is in this Redis, not in each process. */
+    /* ... and that state is in this Redis (docs/cluster.md §11.2), not in each process. */
     ck_assert_msg(cluster_redis_dbsize(c) > 0, "Redis (%s) holds no key after a confirm",
                   c->store_url);
     for (int i = 0; i < RACE_THREADS; i++)
@@ -616,8 +618,9 @@ START_TEST(test_stress_through_nginx_instance_killed_and_restarted_charged_at_mo
            (double)(fg_now_ms() - t0 - wall_ms) / 1000.0, json_array_size(ledger[0]),
            n_charged, CLUSTER_N);
     /* TODO(issue 24): "the report complete and the same from every instance". In this
-     * increment GET /__admin/report is built from each instance's own journal, so the three
-     * reports differ by design; compare them here once the journal is a shared Redis stream. */
+     * increment GET /__admin/report is built from each instance's own journal (docs/cluster.md
+     * §11.1: not shared yet), so the three reports differ by design; compare them here once the
+     * journal is a shared Redis stream. */
     for (int i = 0; i < CLUSTER_N; i++)
         json_decref(ledger[i]);
     for (int k = 0; k < st.payments; k++)
