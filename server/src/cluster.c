@@ -37,8 +37,12 @@
 #define CLUSTER_LEASE_MS 500
 /* How long a section waits for a busy lease before its request gets 503. */
 #define CLUSTER_BUSY_DEADLINE_MS 1000
-/* A heartbeat key's lease; the 1 s sweep refreshes it, so a live instance's never lapses. */
+/* A heartbeat key's lease; the 1 s sweep refreshes it, so a live instance's never lapses. An
+ * instance is judged dead only when its key has been missing for this long too: a Redis that
+ * came back empty has nobody's key until each instance's next refresh. */
 #define CLUSTER_HEARTBEAT_MS 3000
+/* Instances whose missing heartbeat is being timed at once (more are judged on a later sweep). */
+#define CLUSTER_MISSING_MAX 64
 /* Lines fetched per LRANGE when catching up without the lease, and the most a begin applies
  * while holding it: further behind, it catches up first and takes the lease again. */
 #define CLUSTER_CATCHUP_CHUNK 1000
@@ -96,6 +100,12 @@ struct cluster {
     bool release_own;              /* after a rebuild: release our own PROCESSING records */
     bool rebuilt;                  /* the section in progress began with a rebuild */
     uint64_t seq;                  /* sections begun (store lock): the lease token */
+    pthread_mutex_t missing_lock;
+    struct {
+        uint64_t id;
+        int64_t since_ns;          /* monotonic: first seen without its heartbeat */
+    } missing[CLUSTER_MISSING_MAX];
+    size_t n_missing;
     char token[40];                /* the lease token of the section in progress */
 };
 
@@ -249,6 +259,9 @@ static struct conn *conn_get(struct cluster *c)
             return NULL;
         }
     }
+    /* A Redis that came back empty learns at once that this instance is alive. */
+    freeReplyObject(redisCommand(k->ctx, "SET " PREFIX "instance:%016llx 1 PX %d",
+                                 (unsigned long long)c->instance_id, CLUSTER_HEARTBEAT_MS));
     return k;
 }
 
@@ -339,6 +352,7 @@ struct cluster *cluster_new(const struct cluster_url *u, uint64_t instance_id,
     c->idem_ttl_ms = idem_ttl_ms > 0 ? idem_ttl_ms : 1;
     pthread_mutex_init(&c->conns_lock, NULL);
     pthread_mutex_init(&c->err_lock, NULL);
+    pthread_mutex_init(&c->missing_lock, NULL);
     snprintf(c->error, sizeof c->error, "not connected yet");
     return c;
 }
@@ -357,6 +371,7 @@ void cluster_free(struct cluster *c)
     pthread_key_delete(c->key);
     pthread_mutex_destroy(&c->conns_lock);
     pthread_mutex_destroy(&c->err_lock);
+    pthread_mutex_destroy(&c->missing_lock);
     free(c);
 }
 
@@ -544,7 +559,7 @@ int cluster_begin(struct cluster *c)
                 return -1;
             }
             backoff(pthread_getspecific(c->key), wait_us);
-            wait_us = wait_us < 100000 ? wait_us * 2 : wait_us;
+            wait_us = wait_us < 2000 ? wait_us * 2 : wait_us; /* sections take ~0.1 ms */
             continue;
         }
         bool shaped = status >= 1 && rep->elements >= 3 &&
@@ -746,13 +761,31 @@ void cluster_heartbeat(struct cluster *c)
     freeReplyObject(run_strs(c, 5, argv));
 }
 
-int cluster_instance_alive(struct cluster *c, uint64_t id)
+int cluster_instance_gone(struct cluster *c, uint64_t id)
 {
     char key[64];
     snprintf(key, sizeof key, PREFIX "instance:%016llx", (unsigned long long)id);
     const char *argv[] = {"EXISTS", key};
     redisReply *rep = run_strs(c, 2, argv);
-    int rc = rep && rep->type == REDIS_REPLY_INTEGER ? rep->integer > 0 : -1;
+    int alive = rep && rep->type == REDIS_REPLY_INTEGER ? rep->integer > 0 : -1;
     freeReplyObject(rep);
-    return rc;
+    if (alive < 0)
+        return -1;
+    int64_t now = now_mono_ns();
+    int gone = 0;
+    pthread_mutex_lock(&c->missing_lock);
+    size_t i = 0;
+    while (i < c->n_missing && c->missing[i].id != id)
+        i++;
+    if (alive) {
+        if (i < c->n_missing) /* back: forget it */
+            c->missing[i] = c->missing[--c->n_missing];
+    } else if (i < c->n_missing) {
+        gone = now - c->missing[i].since_ns >= CLUSTER_HEARTBEAT_MS * NS_PER_MS;
+    } else if (c->n_missing < CLUSTER_MISSING_MAX) {
+        c->missing[c->n_missing].id = id;
+        c->missing[c->n_missing++].since_ns = now;
+    }
+    pthread_mutex_unlock(&c->missing_lock);
+    return gone;
 }

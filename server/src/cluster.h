@@ -113,7 +113,9 @@ int cluster_attempts_reset(struct cluster *c, const char *tenant_key, bool all);
 /* Refresh this instance's heartbeat key (fakegate:instance:<id>, CLUSTER_HEARTBEAT_MS lease).
  * Thread: any (the 1 s sweep). */
 void cluster_heartbeat(struct cluster *c);
-/* Is instance `id` alive (its heartbeat key present)? 1 yes, 0 no, -1 store down. Thread: any. */
-int cluster_instance_alive(struct cluster *c, uint64_t id);
+/* Is instance `id` gone: its heartbeat key missing, and missing already at a check
+ * CLUSTER_HEARTBEAT_MS or more ago (a Redis that came back empty holds no key until each
+ * instance's next refresh)? 1 gone, 0 not (yet), -1 store down. Thread: any. */
+int cluster_instance_gone(struct cluster *c, uint64_t id);
 
 #endif

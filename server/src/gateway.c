@@ -218,37 +218,53 @@ static void sweep_report(struct gateway *g, struct report *rp)
         report_sweep(rp, gateway_now_us(g), REPORT_SWEEP_BATCH, &more);
 }
 
+/* What one sweep learnt of other instances, so each is asked about once per tenant's pass
+ * however many of its claims are PROCESSING. */
+struct dead_judge {
+    struct cluster *c;
+    size_t n;
+    struct {
+        uint64_t id;
+        int gone;
+    } seen[16];
+};
+
 /* statefile_release_dead's judge: is instance `id` gone (its heartbeat lapsed)? */
 static int instance_dead(void *ctx, uint64_t id)
 {
-    struct cluster *c = ctx;
-    if (id == cluster_instance(c))
+    struct dead_judge *j = ctx;
+    if (id == cluster_instance(j->c))
         return 0;
-    int alive = cluster_instance_alive(c, id);
-    return alive < 0 ? -1 : !alive;
+    for (size_t i = 0; i < j->n; i++)
+        if (j->seen[i].id == id)
+            return j->seen[i].gone;
+    int gone = cluster_instance_gone(j->c, id);
+    if (j->n < sizeof j->seen / sizeof *j->seen) {
+        j->seen[j->n].id = id;
+        j->seen[j->n++].gone = gone;
+    }
+    return gone;
 }
 
-/* The claims of instances that died holding them (their heartbeat lapsed): released, as a
- * claim left PROCESSING by a crash is at a state file's replay (docs/cluster.md). */
-static int release_dead_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
+/* The session sweep and, with --store redis://, the release of the claims of instances that
+ * died holding them (their heartbeat lapsed), as a claim left PROCESSING by a crash is
+ * released at a state file's replay (docs/cluster.md §11.2): one section a tenant. */
+static int sweep_locked(struct gateway *g, struct store *s, struct request *r, void *arg)
 {
-    (void)r;
-    *(size_t *)arg += statefile_release_dead(g->state, s, instance_dead, g->cluster);
-    return 0;
+    if (g->cluster) {
+        struct dead_judge j = {.c = g->cluster};
+        statefile_release_dead(g->state, s, instance_dead, &j);
+    }
+    return gateway_sweep_locked(g, s, r, arg);
 }
 
 size_t gateway_sweep_expired(struct gateway *g)
 {
     size_t n = 0;
-    if (g->cluster) {
-        /* Once a second: this instance is alive, and an idle replica catches up. */
+    if (g->cluster) /* once a second: this instance is alive (and each section catches up) */
         cluster_heartbeat(g->cluster);
-        size_t released = 0;
-        for (struct tenant *t = gateway_tenant_next(g, NULL); t; t = gateway_tenant_next(g, t))
-            gateway_tenant_txn(g, t, release_dead_locked, &released);
-    }
     for (struct tenant *t = gateway_tenant_next(g, NULL); t; t = gateway_tenant_next(g, t)) {
-        gateway_tenant_txn(g, t, gateway_sweep_locked, &n);
+        gateway_tenant_txn(g, t, sweep_locked, &n);
         bool more = true;
         for (int i = 0; i < IDEM_SWEEP_BATCHES && more; i++)
             gateway_tenant_txn(g, t, idem_sweep_locked, &more);

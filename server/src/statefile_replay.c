@@ -281,6 +281,10 @@ static int apply_idem(struct replay *rp, struct store *s, const json_t *rec)
             rc = -1;
     } else if (!r || r->state != IDEM_PROCESSING) {
         rc = bad(rp, "no record PROCESSING under this key");
+    } else if (r->owner != &replay_owner) {
+        /* --store redis://: another instance released a claim a request of this one still
+         * holds (it took this instance for dead): the replica rebuilds from the log. */
+        rc = bad(rp, "a claim a request of this instance still holds");
     } else if (strcmp(rp->kind, "release") == 0) {
         store_idem_release(s, r, &replay_owner);
     } else {
