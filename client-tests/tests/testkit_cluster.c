@@ -325,7 +325,11 @@ void cluster_kill(fg_cluster *c, int i)
     ck_assert(i >= 0 && i < CLUSTER_N && c->inst[i] != NULL);
     ck_assert(fg_kill(c->inst[i], SIGKILL) == 0);
     int st = fg_wait(c->inst[i], STOP_TIMEOUT_MS);
-    ck_assert_msg(st == 128 + SIGKILL, "instance %d after SIGKILL: status %d", i + 1, st);
+    if (st != 128 + SIGKILL) {
+        char *e = fg_server_stderr(c->inst[i]);
+        ck_abort_msg("instance %d had exited with status %d before the SIGKILL reached it; its "
+                     "stderr: %.1500s", i + 1, st, e);
+    }
     fg_free(c->inst[i]);
     c->inst[i] = NULL;
 }
