@@ -26,6 +26,13 @@
 #                         make test)
 #   make crash-test       SIGKILL fakegate 20 times mid-load, restart it on its --state-file,
 #                         compare the ledger with every answer (not in make test; a small form is)
+#   make cluster-test [CLUSTER_STRESS=N]   redis-server, three fakegate instances sharing it
+#                         (--store redis://...) and nginx in front, on free loopback ports, and
+#                         the cluster suite (client-tests/tests/check_cluster.c) against them:
+#                         one key raced over the instances, a lost response replayed elsewhere,
+#                         attempts counted cluster-wide, a 10^4-request stress through nginx with
+#                         an instance killed (CLUSTER_STRESS=100000: the full 10^5), Redis stopped
+#                         (not in make test)
 #   make interop          got, axios-retry, fetch-retry, p-retry, cockatiel, opossum, urllib3,
 #                         requests, tenacity, curl --retry, libcurl and the Toss SDK
 #                         toss-payments-server-api against fakegate
@@ -83,7 +90,9 @@ UNIT_BIN  := $(UNIT_SRC:server/tests/%.c=$(BUILD)/tests/%)
 CT_LIB_SRC:= $(filter-out client-tests/tests/%,$(wildcard client-tests/*.c))
 CT_LIB_OBJ:= $(CT_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 KIT_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard client-tests/tests/testkit*.c))
-BB_SRC    := $(wildcard client-tests/tests/check_*.c)
+# check_cluster needs redis-server and nginx: `make cluster-test` runs it, `make test` does not.
+CLUSTER_SRC := client-tests/tests/check_cluster.c
+BB_SRC    := $(filter-out $(CLUSTER_SRC),$(wildcard client-tests/tests/check_*.c))
 BB_BIN    := $(BB_SRC:client-tests/tests/%.c=$(BUILD)/client-tests/%)
 
 # Object files are not intermediates: keep them, so a second `make` relinks nothing.
@@ -113,6 +122,9 @@ DEPS_SET  := callgrind
 ifneq ($(SANITIZE),0)
 $(error make callgrind counts the plain build: valgrind cannot run a sanitizer build (SANITIZE=0))
 endif
+endif
+ifneq ($(filter cluster-test,$(MAKECMDGOALS)),)
+DEPS_SET  := cluster
 endif
 ifneq ($(filter memcheck,$(MAKECMDGOALS)),)
 DEPS_SET  := memcheck
@@ -328,6 +340,27 @@ $(CRASH_BIN): $(CRASH_OBJ) $(CT_LIB_OBJ)
 .PHONY: crash-test
 crash-test: deps $(BUILD)/fakegate $(CRASH_BIN)
 	FAKEGATE_BIN=$(abspath $(BUILD)/fakegate) $(CRASH_BIN) $(CRASH_ARGS)
+
+# ---- make cluster-test (issue 24): N instances behind nginx, sharing one Redis --------------------
+# check_cluster starts, for each of its cases, all on 127.0.0.1 and on free ports: redis-server
+# (--save '' --appendonly no, in a temp dir), three instances of the built fakegate with
+# --store redis://127.0.0.1:PORT/0 (port files), and nginx (upstream round-robin over the three,
+# keepalive, HTTP/1.1, proxy_next_upstream off), waits for each (PING, /healthz), and stops them
+# by pid; a failing case's processes die with it (PR_SET_PDEATHSIG). The suite starts them
+# itself (client-tests/tests/testkit_cluster.c) rather than a script doing it once, because its
+# cases kill and restart an instance and stop Redis: each case needs a cluster of its own, and
+# the processes it restarts must be children of the test that waits for them. CLUSTER_STRESS=N
+# sets the stress case's requests (default 10 000). FAKEGATE_CLUSTER_STORE=memory starts the
+# instances without --store (each its own store), to check the harness itself: the sharing
+# assertions must then fail. scripts/install-deps cluster installs redis-server and nginx.
+CLUSTER_BIN := $(BUILD)/client-tests/check_cluster
+
+.PHONY: cluster-test
+cluster-test: deps $(BUILD)/fakegate $(CLUSTER_BIN)
+	@FAKEGATE_BIN=$(abspath $(BUILD)/fakegate) FAKEGATE_PROFILES=$(abspath profiles) \
+	  SANITIZE=$(SANITIZE) $(if $(CLUSTER_STRESS),CLUSTER_STRESS=$(CLUSTER_STRESS)) \
+	  SANITIZER_LOG_DIR=$(abspath $(BUILD)/sanitizer-logs) \
+	  scripts/run-tests $(CLUSTER_BIN)
 
 # ---- interop suite (issue 23; docs/interop.md): `make interop` -----------------------------------
 # Each program under client-tests/interop drives one client library against a fresh fakegate

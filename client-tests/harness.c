@@ -256,6 +256,8 @@ static void live_remove(const fg_server *s)
 /* fork + exec argv[0] (through fg_wrapper() when set) with stdin /dev/null, stdout out_fd,
  * stderr err_fd. The child gets SIGKILL when the calling thread dies. Only async-signal-safe
  * calls between fork and exec. argv holds at most MAX_ARGS + 16 words and its NULL. */
+static pid_t spawn_exact(char *const argv[], int out_fd, int err_fd, char err[FG_ERR_LEN]);
+
 static pid_t spawn(char *const argv[], int out_fd, int err_fd, char err[FG_ERR_LEN])
 {
     char *wrapped[MAX_ARGS + 18];
@@ -267,6 +269,12 @@ static pid_t spawn(char *const argv[], int out_fd, int err_fd, char err[FG_ERR_L
         wrapped[n] = NULL;
         argv = wrapped;
     }
+    return spawn_exact(argv, out_fd, err_fd, err);
+}
+
+/* spawn without the wrapper: argv[0] itself. */
+static pid_t spawn_exact(char *const argv[], int out_fd, int err_fd, char err[FG_ERR_LEN])
+{
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (devnull < 0) {
         set_err(err, "open /dev/null: %s", strerror(errno));
@@ -520,6 +528,55 @@ fail:
         close(err_fd);
     fg_free(s);
     return NULL;
+}
+
+/* The path of program `name` into buf: itself if it holds a '/', else the first executable
+ * $PATH/name, /usr/sbin/name or /sbin/name (nginx lives in sbin, which a user's PATH may
+ * lack). -1 if none. Resolved before the fork, so the child only calls execv. */
+static int find_program(const char *name, char *buf, size_t size)
+{
+    if (strchr(name, '/') != NULL) {
+        snprintf(buf, size, "%s", name);
+        return 0;
+    }
+    const char *env = getenv("PATH");
+    char dirs[4096];
+    snprintf(dirs, sizeof dirs, "%s:/usr/sbin:/sbin", env != NULL ? env : "/usr/bin:/bin");
+    char *save = NULL;
+    for (char *d = strtok_r(dirs, ":", &save); d != NULL; d = strtok_r(NULL, ":", &save)) {
+        int n = snprintf(buf, size, "%s/%s", d[0] != '\0' ? d : ".", name);
+        if (n > 0 && (size_t)n < size && access(buf, X_OK) == 0)
+            return 0;
+    }
+    return -1;
+}
+
+pid_t fg_spawn(const char *const *argv, const char *log_path, char err[FG_ERR_LEN])
+{
+    char path[FG_PATH_LEN];
+    const char *words[MAX_ARGS + 17];
+    size_t n = 0;
+    if (find_program(argv[0], path, sizeof path) != 0) {
+        set_err(err, "%s: not found on PATH, /usr/sbin or /sbin", argv[0]);
+        return -1;
+    }
+    words[n++] = path;
+    for (size_t i = 1; argv[i] != NULL; i++) {
+        if (n >= MAX_ARGS + 16) {
+            set_err(err, "%s: too many arguments", argv[0]);
+            return -1;
+        }
+        words[n++] = argv[i];
+    }
+    words[n] = NULL;
+    int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        set_err(err, "open %s: %s", log_path, strerror(errno));
+        return -1;
+    }
+    pid_t pid = spawn_exact((char *const *)words, fd, fd, err);
+    close(fd);
+    return pid;
 }
 
 int fg_kill(const fg_server *s, int sig)

@@ -81,6 +81,15 @@ const char *fg_wrapper(void);
  * normally the test's main thread. */
 fg_server *fg_start(const fg_opts *opts, char err[FG_ERR_LEN]);
 
+/* Start another program (redis-server, nginx: never through fg_wrapper()) the way fg_start
+ * starts a server: argv[0] is a path, or a name looked up on $PATH, then /usr/sbin and /sbin;
+ * stdin /dev/null, stdout and stderr both written to the file `log_path` (created or
+ * truncated), SIGKILL when the calling thread exits (PR_SET_PDEATHSIG). argv is
+ * NULL-terminated, at most 80 words. Returns the child's pid (the caller waits for it:
+ * waitpid), or -1 with a message in `err`. It does not wait for the program to be ready.
+ * Thread: as fg_start. */
+pid_t fg_spawn(const char *const *argv, const char *log_path, char err[FG_ERR_LEN]);
+
 /* Send signal `sig` to the server's own pid (never a group). Returns 0, or -1 if it is not
  * running or kill failed. */
 int fg_kill(const fg_server *s, int sig);

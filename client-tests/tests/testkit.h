@@ -3,7 +3,8 @@
  * the *_at(__LINE__) macros), reading the ledger and orders, strict JSON accessors, and the
  * process set-up hook of the shared main (testkit.c); for the control-plane suites
  * (check_admin_*.c) admin calls, the journal, a multi loop of held requests, reset
- * (testkit_admin.c) and a strict Prometheus text parser (testkit_prom.c). Everything here may
+ * (testkit_admin.c) and a strict Prometheus text parser (testkit_prom.c); for the cluster suite
+ * a redis-server, instances on it and nginx in front (testkit_cluster.c). Everything here may
  * fail the current Check test (ck_assert), so it is linked into the check_* binaries only, never
  * into the experiments runner (see the Makefile). */
 #ifndef FAKEGATE_TESTKIT_H
@@ -271,6 +272,50 @@ double wait_metric(const fg_server *s, const char *name, const char *lk, const c
 #define N_OUTCOMES 11
 extern const char *const ROUTES[N_ROUTES];
 extern const char *const OUTCOMES[N_OUTCOMES];
+
+/* --- a cluster (testkit_cluster.c; used by check_cluster.c, `make cluster-test`) ----------- */
+
+/* One redis-server, CLUSTER_N fakegate instances sharing it through --store, and nginx in front
+ * of them, all on 127.0.0.1 and on free ports, all children of the calling thread (they die
+ * with it: PR_SET_PDEATHSIG), each with its own files in one temp dir. */
+#define CLUSTER_N 3
+
+typedef struct fg_cluster {
+    char dir[FG_DIR_LEN];           /* redis.log, nginx.conf, nginx-error.log, nginx temp dirs */
+    pid_t redis_pid;                /* -1 once collected */
+    int redis_port;
+    char store_url[96];             /* "redis://127.0.0.1:PORT/0", or "" (the memory store) */
+    fg_server *inst[CLUSTER_N];     /* the instances; inst[i] == NULL while i is down */
+    int inst_port[CLUSTER_N];       /* each keeps its port across restarts (nginx's upstream) */
+    pid_t nginx_pid;                /* -1 once collected */
+    fg_server lb;                   /* nginx, as a server to send requests to (port, auth) */
+} fg_cluster;
+
+/* Start the cluster: redis-server (--save '' --appendonly no, in the temp dir), CLUSTER_N
+ * instances with `--store redis://127.0.0.1:PORT/0` and `args` (NULL-terminated, may be NULL;
+ * borrowed until cluster_free), and nginx (upstream round-robin over them, keepalive, HTTP/1.1,
+ * proxy_next_upstream off: one client request is never sent to two instances). Ready when
+ * redis answers PING, each instance its port file and /healthz, and nginx /healthz. With
+ * FAKEGATE_CLUSTER_STORE=memory the instances get no --store (each its own in-memory store:
+ * how the cluster suite is checked against a server without the Redis store, whose sharing
+ * cases must then fail). Fails the test if anything does not come up. Caller owns the result:
+ * cluster_free. Thread: the caller's (the test's main thread); every process dies with it. */
+fg_cluster *cluster_start(const char *const *args);
+/* SIGKILL instance i and collect it; inst[i] becomes NULL. */
+void cluster_kill(fg_cluster *c, int i);
+/* Start instance i again, on its old port, on the same store and with the same args. */
+void cluster_restart(fg_cluster *c, int i);
+/* Send `sig` to redis-server (SIGSTOP, SIGCONT). */
+void cluster_signal_redis(const fg_cluster *c, int sig);
+/* DBSIZE of the cluster's Redis (database 0): how many keys the instances keep there. */
+long cluster_redis_dbsize(const fg_cluster *c);
+/* True while process `pid` (one of the cluster's children) has not exited. */
+bool cluster_alive(pid_t pid);
+/* PUT /__admin/profile with this JSON on every instance; require 200 from each. */
+void cluster_put_profile(const fg_cluster *c, const char *json);
+/* Stop nginx, every instance (requiring a clean exit of those not killed) and redis, and
+ * remove the temp dir. NULL is allowed. */
+void cluster_free(fg_cluster *c);
 
 /* --- running ------------------------------------------------------------------------------- */
 

@@ -1,0 +1,747 @@
+/* check_cluster.c -- `make cluster-test`: three fakegate instances sharing one Redis through
+ * --store, behind nginx (testkit_cluster.c), show what issue 24 asks of a cluster: one
+ * Idempotency-Key raced from 32 threads over the three gives one 200 and 409s, then the same
+ * bytes from every instance and one charge; a response lost on one instance is replayed by
+ * another, and `attempts: [1]` fires once per identity cluster-wide; a stress run through nginx
+ * with an instance SIGKILLed and restarted charges no paymentKey twice and leaves one ledger,
+ * the same from every instance; Redis stopped gives 503s naming the store, no crash, and
+ * service back within a second of its return. Each case starts its own cluster on a fresh
+ * Redis. What is shared, and what is not yet (the journal and the report, the profile in
+ * force): docs/cluster.md §11.1. Not in `make test`: it needs redis-server and nginx
+ * (scripts/install-deps cluster). */
+#define _GNU_SOURCE
+
+#include <check.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_main.h"
+#include "testkit.h"
+
+#define RACE_THREADS 32
+#define RACE_LATENCY_MS 1500
+#define ATTEMPT_IDENTITIES 6
+#define ATTEMPTS_EACH 3
+#define STRESS_DEFAULT 10000L
+#define STRESS_THREADS 16
+#define STRESS_TIMEOUT_MS 20000L
+#define RESENDS 3
+#define OUTAGE_TIMEOUT_MS 10000L
+#define BACK_WITHIN_MS 1000
+#define POLL_MS 50
+
+/* Every route instant but confirm, which takes `ms` (the record is PROCESSING meanwhile). */
+static char *confirm_latency_profile(const char *name, int ms)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf,
+             "{'name':'%s','routes':{'confirm':{'latency':{'dist':'fixed','ms':%d}},"
+             "'default':{'latency':{'dist':'fixed','ms':0}}}}",
+             name, ms);
+    return dq(buf);
+}
+
+/* ---- same key from 32 threads over the three instances ------------------------------------ */
+
+struct racer {
+    const fg_cluster *c;
+    int index;
+    pthread_barrier_t *bar;
+    fg_response r;
+};
+
+static void *race_one(void *arg)
+{
+    struct racer *w = arg;
+    pthread_barrier_wait(w->bar);
+    confirm_fresh(w->c->inst[w->index % CLUSTER_N], "pk_race", "order_race", 1000, "race-key",
+                  10000, &w->r);
+    return NULL;
+}
+
+START_TEST(test_same_key_from_32_threads_over_instances_one_200_rest_409_one_charge)
+{
+    fg_cluster *c = cluster_start(NULL);
+    char *profile = confirm_latency_profile("cluster-slow-confirm", RACE_LATENCY_MS);
+    cluster_put_profile(c, profile);
+    free(profile);
+
+    struct racer w[RACE_THREADS];
+    pthread_t t[RACE_THREADS];
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, RACE_THREADS);
+    for (int i = 0; i < RACE_THREADS; i++) {
+        w[i] = (struct racer){.c = c, .index = i, .bar = &bar};
+        ck_assert(pthread_create(&t[i], NULL, race_one, &w[i]) == 0);
+    }
+    for (int i = 0; i < RACE_THREADS; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&bar);
+
+    int n_200 = 0, n_409 = 0, first = -1;
+    int per_instance_200[CLUSTER_N] = {0};
+    for (int i = 0; i < RACE_THREADS; i++) {
+        const fg_response *r = &w[i].r;
+        ck_assert_msg(r->curl_code == CURLE_OK, "thread %d (instance %d): no answer: %s", i,
+                      i % CLUSTER_N + 1, r->curl_error);
+        if (r->status == 200) {
+            n_200++;
+            per_instance_200[i % CLUSTER_N]++;
+            if (first < 0)
+                first = i;
+        } else {
+            assert_error(r, 409, "IDEMPOTENT_REQUEST_PROCESSING");
+            n_409++;
+        }
+    }
+    ck_assert_msg(n_200 == 1 && n_409 == RACE_THREADS - 1,
+                  "%d answers 200 (instance 1: %d, 2: %d, 3: %d) and %d 409s: want exactly one "
+                  "200 cluster-wide", n_200, per_instance_200[0], per_instance_200[1],
+                  per_instance_200[2], n_409);
+    assert_done(&w[first].r, "pk_race", "order_race");
+
+    /* The record is DONE now: a resend to each instance is the stored 200, byte for byte. */
+    for (int i = 0; i < CLUSTER_N; i++) {
+        fg_response again;
+        confirm_fresh(c->inst[i], "pk_race", "order_race", 1000, "race-key", 10000, &again);
+        assert_status(&again, 200);
+        ck_assert_msg(same_bytes(&again, &w[first].r),
+                      "instance %d's replay differs from the 200 of instance %d:\n%s\n---\n%s",
+                      i + 1, first % CLUSTER_N + 1, again.body, w[first].r.body);
+        fg_response_fini(&again);
+    }
+    for (int i = 0; i < CLUSTER_N; i++) {
+        ck_assert_msg(ledger_size(c->inst[i]) == 1, "instance %d's ledger holds %zu payments",
+                      i + 1, ledger_size(c->inst[i]));
+        assert_charged_once(c->inst[i], "pk_race", "order_race");
+    }
+    /* ... and that state is in this Redis (docs/cluster.md §11.2), not in each process. */
+    ck_assert_msg(cluster_redis_dbsize(c) > 0, "Redis (%s) holds no key after a confirm",
+                  c->store_url);
+    for (int i = 0; i < RACE_THREADS; i++)
+        fg_response_fini(&w[i].r);
+    cluster_free(c);
+}
+END_TEST
+
+/* One paymentKey confirmed at once on every instance under keys of their own (or none): no
+ * record ties them, only the ledger rule "one approval per paymentKey" (docs/idempotency.md,
+ * "is being processed" and "already approved"), which must hold across instances. */
+#define MULTI_PAYMENTS 20
+#define MULTI_EACH 6
+
+struct multi {
+    const fg_cluster *c;
+    int index;
+    pthread_barrier_t *bar;
+    fg_response r[MULTI_PAYMENTS];
+};
+
+static void *multi_one(void *arg)
+{
+    struct multi *w = arg;
+    for (int k = 0; k < MULTI_PAYMENTS; k++) {
+        char pk[32], oid[32], key[48];
+        snprintf(pk, sizeof pk, "pk_multi_%d", k);
+        snprintf(oid, sizeof oid, "order_multi_%d", k);
+        snprintf(key, sizeof key, "multi-%d-%d", k, w->index);
+        pthread_barrier_wait(w->bar);
+        confirm_fresh(w->c->inst[w->index % CLUSTER_N], pk, oid, 1000,
+                      w->index % 2 == 0 ? key : NULL, 10000, &w->r[k]);
+    }
+    return NULL;
+}
+
+START_TEST(test_one_payment_under_different_keys_over_instances_approved_once)
+{
+    fg_cluster *c = cluster_start(NULL);
+    struct multi w[MULTI_EACH];
+    pthread_t t[MULTI_EACH];
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, MULTI_EACH);
+    for (int i = 0; i < MULTI_EACH; i++) {
+        w[i] = (struct multi){.c = c, .index = i, .bar = &bar};
+        ck_assert(pthread_create(&t[i], NULL, multi_one, &w[i]) == 0);
+    }
+    for (int i = 0; i < MULTI_EACH; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&bar);
+    for (int i = 0; i < CLUSTER_N; i++) {
+        char *e = fg_server_stderr(c->inst[i]);
+        ck_assert_msg(cluster_alive(c->inst[i]->pid),
+                      "instance %d died under concurrent confirms of one paymentKey; its "
+                      "stderr: %.1500s", i + 1, e);
+        free(e);
+    }
+    for (int k = 0; k < MULTI_PAYMENTS; k++) {
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_multi_%d", k);
+        snprintf(oid, sizeof oid, "order_multi_%d", k);
+        int n_200 = 0;
+        for (int i = 0; i < MULTI_EACH; i++) {
+            const fg_response *r = &w[i].r[k];
+            ck_assert_msg(r->curl_code == CURLE_OK, "%s, thread %d (instance %d): no answer: %s",
+                          pk, i, i % CLUSTER_N + 1, r->curl_error);
+            if (r->status == 200)
+                n_200++;
+            else
+                assert_error2(r, 400, "ALREADY_PROCESSED_PAYMENT", "ALREADY_PROCESSING_REQUEST");
+        }
+        ck_assert_msg(n_200 == 1, "%s: %d of %d concurrent confirms over the instances answered "
+                      "200", pk, n_200, MULTI_EACH);
+        for (int i = 0; i < CLUSTER_N; i++)
+            assert_charged_once(c->inst[i], pk, oid);
+        for (int i = 0; i < MULTI_EACH; i++)
+            fg_response_fini(&w[i].r[k]);
+    }
+    cluster_free(c);
+}
+END_TEST
+
+/* ---- a lost response, and attempts: [1] over the cluster ---------------------------------- */
+
+/* Lose the response of attempt 1 of every identity (the payment commits): docs/profiles.md §4,
+ * "Scripted faults". `how: close` on a fresh connection, so curl cannot resend it on its own. */
+static const char lose_first_response[] =
+    "{'name':'cluster-lose-first','routes':{'confirm':{'faults':[{'kind':'drop_response','p':1,"
+    "'how':'close','attempts':[1]}]},'default':{'latency':{'dist':'fixed','ms':0}}}}";
+
+/* The journal entry of instance `s` for the last request with this orderId (new reference). */
+static json_t *last_entry(const fg_server *s, const char *oid)
+{
+    char path[160];
+    snprintf(path, sizeof path, "/__admin/requests?orderId=%s", oid);
+    json_t *root = admin_json(s, path);
+    json_t *a = json_object_get(root, "requests");
+    size_t n = json_array_size(a);
+    ck_assert_msg(n > 0, "instance has no journal entry for %s", oid);
+    json_t *e = json_incref(json_array_get(a, n - 1));
+    json_decref(root);
+    return e;
+}
+
+START_TEST(test_response_lost_on_instance_1_resent_to_instance_2_gets_the_stored_200)
+{
+    fg_cluster *c = cluster_start(NULL);
+    char *profile = dq(lose_first_response);
+    cluster_put_profile(c, profile);
+    free(profile);
+
+    fg_response lost, resent, third;
+    confirm_fresh(c->inst[0], "pk_lost", "order_lost", 1000, "lost-key", 10000, &lost);
+    assert_curl(&lost, CURLE_GOT_NOTHING);
+    confirm_fresh(c->inst[1], "pk_lost", "order_lost", 1000, "lost-key", 10000, &resent);
+    ck_assert_msg(resent.curl_code == CURLE_OK,
+                  "the resend to instance 2 was lost too (%s): it was attempt 1 there, so the "
+                  "attempt count is not shared", resent.curl_error);
+    assert_done(&resent, "pk_lost", "order_lost");
+    json_t *e = last_entry(c->inst[1], "order_lost");
+    ck_assert_msg(json_is_str(e, "outcome", "replayed"),
+                  "instance 2 did not replay the 200 committed on instance 1: %s",
+                  json_dumps(e, JSON_COMPACT));
+    ck_assert_int_eq(json_int(e, "attempt"), 2);
+    json_decref(e);
+    confirm_fresh(c->inst[2], "pk_lost", "order_lost", 1000, "lost-key", 10000, &third);
+    assert_status(&third, 200);
+    ck_assert_msg(same_bytes(&third, &resent), "instance 3's replay differs:\n%s\n---\n%s",
+                  third.body, resent.body);
+    for (int i = 0; i < CLUSTER_N; i++)
+        assert_charged_once(c->inst[i], "pk_lost", "order_lost");
+    fg_response_fini(&lost);
+    fg_response_fini(&resent);
+    fg_response_fini(&third);
+    cluster_free(c);
+}
+END_TEST
+
+START_TEST(test_attempts_1_fault_fires_once_per_identity_cluster_wide)
+{
+    fg_cluster *c = cluster_start(NULL);
+    char *profile = dq(lose_first_response);
+    cluster_put_profile(c, profile);
+    free(profile);
+
+    /* Identity j's attempt n goes to instance (j + n) % 3: each identity meets every instance. */
+    for (int j = 0; j < ATTEMPT_IDENTITIES; j++) {
+        char pk[32], oid[32], key[32];
+        snprintf(pk, sizeof pk, "pk_att_%d", j);
+        snprintf(oid, sizeof oid, "order_att_%d", j);
+        snprintf(key, sizeof key, "att-key-%d", j);
+        for (int n = 1; n <= ATTEMPTS_EACH; n++) {
+            int i = (j + n) % CLUSTER_N;
+            fg_response r;
+            confirm_fresh(c->inst[i], pk, oid, 1000, key, 10000, &r);
+            if (n == 1)
+                ck_assert_msg(r.curl_code == CURLE_GOT_NOTHING,
+                              "%s attempt 1 on instance %d: want the response lost, got %ld %s",
+                              key, i + 1, r.status, r.body);
+            else
+                ck_assert_msg(r.curl_code == CURLE_OK && r.status == 200,
+                              "%s attempt %d on instance %d: the attempts:[1] fault fired again "
+                              "(%s %ld): the attempt count is per instance", key, n, i + 1,
+                              r.curl_error, r.status);
+            json_t *e = last_entry(c->inst[i], oid);
+            ck_assert_msg(json_int(e, "attempt") == n, "%s: instance %d journaled attempt %lld, "
+                          "the cluster's is %d", key, i + 1, json_int(e, "attempt"), n);
+            json_decref(e);
+            fg_response_fini(&r);
+        }
+        for (int i = 0; i < CLUSTER_N; i++)
+            assert_charged_once(c->inst[i], pk, oid);
+    }
+    cluster_free(c);
+}
+END_TEST
+
+/* ---- stress through nginx with an instance killed and restarted --------------------------- */
+
+struct spay {
+    pthread_mutex_t lock;
+    int n_keys;           /* confirm keys <pk>-c-0 .. n_keys-1 handed out */
+    int n_cancels;        /* cancel keys <pk>-x-0 .. */
+    char approved_at[64]; /* of the first confirm 200, "" before */
+    int approvals_seen;   /* distinct approvedAt values answered (1 unless charged twice) */
+};
+
+struct stress {
+    fg_cluster *c;
+    long total;
+    int payments;
+    struct spay *pay;
+    atomic_long next, done, seeded;
+    atomic_long n_200, n_4xx, n_502, n_503, n_other, n_curl, n_resent;
+    atomic_long n_confirm_200, n_cancel_200;
+    pthread_mutex_t lock;
+    char first_other[1024];
+};
+
+static uint64_t mix64(uint64_t *s)
+{
+    uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+static void note_other(struct stress *st, const char *what, const fg_response *r)
+{
+    pthread_mutex_lock(&st->lock);
+    if (st->first_other[0] == '\0')
+        snprintf(st->first_other, sizeof st->first_other, "%s: curl %d %s, status %ld %.300s",
+                 what, (int)r->curl_code, r->curl_error, r->status, r->body);
+    pthread_mutex_unlock(&st->lock);
+}
+
+static void tally(struct stress *st, const char *what, const fg_response *r)
+{
+    if (r->curl_code != CURLE_OK) {
+        atomic_fetch_add(&st->n_curl, 1);
+        note_other(st, what, r);
+    } else if (r->status == 200) {
+        atomic_fetch_add(&st->n_200, 1);
+    } else if (r->status >= 400 && r->status < 500) {
+        atomic_fetch_add(&st->n_4xx, 1);
+    } else if (r->status == 502) {
+        atomic_fetch_add(&st->n_502, 1); /* nginx: the instance it picked was down */
+    } else if (r->status == 503 && fg_error_code(r) != NULL &&
+               strcmp(fg_error_code(r), "SERVICE_UNAVAILABLE") == 0) {
+        atomic_fetch_add(&st->n_503, 1); /* the store refused: nothing charged, resent */
+    } else {
+        atomic_fetch_add(&st->n_other, 1);
+        note_other(st, what, r);
+    }
+}
+
+/* Send `req` through nginx; a keyed request answered 502 (its instance died, or lost the
+ * answer: nginx passes on a closed upstream connection as 502) or 503 SERVICE_UNAVAILABLE (the
+ * store could not be reached) is resent at once under its key, up to RESENDS times, so it lands
+ * on another instance, which must answer from the store. */
+static void send_resending(struct stress *st, CURL *h, const fg_request *req, bool keyed,
+                           const char *what, fg_response *r)
+{
+    for (int n = 0;; n++) {
+        fg_http(&st->c->lb, h, req, r);
+        tally(st, what, r);
+        if (!keyed || n == RESENDS || r->curl_code != CURLE_OK ||
+            (r->status != 502 && r->status != 503))
+            return;
+        atomic_fetch_add(&st->n_resent, 1);
+        fg_response_fini(r);
+    }
+}
+
+static void *stress_worker(void *arg)
+{
+    struct stress *st = arg;
+    CURL *h = curl_easy_init();
+    ck_assert(h != NULL);
+    uint64_t rng = UINT64_C(0x5eedc1a5) + (uint64_t)atomic_fetch_add(&st->seeded, 1) * 7919u;
+    for (;;) {
+        long g = atomic_fetch_add(&st->next, 1);
+        if (g >= st->total)
+            break;
+        uint64_t x = mix64(&rng);
+        /* A window that slides over the payments, so each gets confirmed, resent and
+         * cancelled while it is in play. */
+        int window = st->payments < 64 ? st->payments : 64;
+        int k = (int)((g * st->payments / st->total + (long)(x % (uint64_t)window)) %
+                      st->payments);
+        int pick = (int)((x >> 32) % 100);
+        struct spay *p = &st->pay[k];
+        char pk[32], oid[32], key[64], key_h[96], path[96], body[192];
+        snprintf(pk, sizeof pk, "pk_s%05d", k);
+        snprintf(oid, sizeof oid, "order_s%05d", k);
+        fg_response r;
+        const char *headers[3] = {st->c->lb.auth_header, NULL, NULL};
+        fg_request req = {.headers = headers, .timeout_ms = STRESS_TIMEOUT_MS};
+        if (pick < 45) { /* confirm: resent under its last key, a new key, or none */
+            int j = -1;
+            pthread_mutex_lock(&p->lock);
+            if (pick < 30)
+                j = p->n_keys > 0 ? p->n_keys - 1 : p->n_keys++;
+            else if (pick < 40)
+                j = p->n_keys++;
+            pthread_mutex_unlock(&p->lock);
+            snprintf(key, sizeof key, "%s-c-%d", pk, j);
+            snprintf(key_h, sizeof key_h, "Idempotency-Key: %s", key);
+            if (j >= 0)
+                headers[1] = key_h;
+            snprintf(body, sizeof body,
+                     "{\"paymentKey\":\"%s\",\"orderId\":\"%s\",\"amount\":10000}", pk, oid);
+            req.method = "POST";
+            req.path = CONFIRM_PATH;
+            req.body = body;
+            send_resending(st, h, &req, j >= 0, "confirm", &r);
+            if (r.curl_code == CURLE_OK && r.status == 200) {
+                atomic_fetch_add(&st->n_confirm_200, 1);
+                const char *at = fg_json_str(r.json, "approvedAt");
+                pthread_mutex_lock(&p->lock);
+                if (at == NULL)
+                    p->approvals_seen = 99;
+                else if (p->approved_at[0] == '\0') {
+                    snprintf(p->approved_at, sizeof p->approved_at, "%s", at);
+                    p->approvals_seen = 1;
+                } else if (strcmp(p->approved_at, at) != 0)
+                    p->approvals_seen++;
+                pthread_mutex_unlock(&p->lock);
+            }
+        } else if (pick < 65) { /* cancel: a new one (4 in 5 partial) or a resend of one */
+            int n;
+            pthread_mutex_lock(&p->lock);
+            if (pick < 58 || p->n_cancels == 0)
+                n = p->n_cancels++;
+            else
+                n = (int)((x >> 8) % (uint64_t)p->n_cancels);
+            pthread_mutex_unlock(&p->lock);
+            snprintf(key_h, sizeof key_h, "Idempotency-Key: %s-x-%d", pk, n);
+            headers[1] = key_h;
+            if (n % 5 == 4)
+                snprintf(body, sizeof body, "{\"cancelReason\":\"cluster cancel %d\"}", n);
+            else
+                snprintf(body, sizeof body,
+                         "{\"cancelReason\":\"cluster cancel %d\",\"cancelAmount\":1000}", n);
+            snprintf(path, sizeof path, "/v1/payments/%s/cancel", pk);
+            req.method = "POST";
+            req.path = path;
+            req.body = body;
+            send_resending(st, h, &req, true, "cancel", &r);
+            if (r.curl_code == CURLE_OK && r.status == 200)
+                atomic_fetch_add(&st->n_cancel_200, 1);
+        } else { /* reads */
+            if (pick < 83)
+                snprintf(path, sizeof path, "/v1/payments/%s", pk);
+            else
+                snprintf(path, sizeof path, "/v1/payments/orders/%s", oid);
+            req.path = path;
+            fg_http(&st->c->lb, h, &req, &r);
+            tally(st, "read", &r);
+        }
+        fg_response_fini(&r);
+        atomic_fetch_add(&st->done, 1);
+    }
+    curl_easy_cleanup(h);
+    return NULL;
+}
+
+/* The ledger of instance i, sorted by paymentKey (new reference). */
+static json_t *ledger_of(const fg_cluster *c, int i)
+{
+    fg_response r;
+    fg_request req = {.path = "/__admin/payments", .timeout_ms = STRESS_TIMEOUT_MS};
+    fg_http(c->inst[i], NULL, &req, &r);
+    json_t *a = json_object_get(r.json, "payments");
+    if (r.status != 200 || !json_is_array(a)) {
+        char *e = fg_server_stderr(c->inst[i]);
+        ck_abort_msg("GET /__admin/payments on instance %d: curl %s, %ld %.500s; its stderr: "
+                     "%.1500s", i + 1, r.curl_error, r.status, r.body, e);
+    }
+    json_incref(a);
+    fg_response_fini(&r);
+    return a;
+}
+
+static const char *entry_pk(const json_t *e)
+{
+    return fg_json_str(json_object_get(e, "payment"), "paymentKey");
+}
+
+START_TEST(test_stress_through_nginx_instance_killed_and_restarted_charged_at_most_once)
+{
+    const char *n_env = getenv("CLUSTER_STRESS");
+    long total = n_env != NULL && n_env[0] != '\0' ? strtol(n_env, NULL, 10) : STRESS_DEFAULT;
+    ck_assert_msg(total >= 1000 && total <= 10000000, "CLUSTER_STRESS=%s: 1000 ... 10^7",
+                  n_env);
+    fg_cluster *c = cluster_start(NULL);
+    /* A little processing latency, so that resends meet records still PROCESSING, and 1 answer
+     * in 100 lost after the commit, so that resends meet the stored answer on other instances. */
+    char *profile = dq("{'name':'cluster-stress','routes':{"
+                       "'confirm':{'latency':{'dist':'uniform','min_ms':0,'max_ms':3},"
+                       "'faults':[{'kind':'drop_response','p':0.01,'how':'close'}]},"
+                       "'cancel':{'latency':{'dist':'uniform','min_ms':0,'max_ms':2},"
+                       "'faults':[{'kind':'drop_response','p':0.01,'how':'close'}]},"
+                       "'default':{'latency':{'dist':'fixed','ms':0}}}}");
+    cluster_put_profile(c, profile);
+    free(profile);
+
+    struct stress st = {.c = c, .total = total};
+    st.payments = (int)(total / 20 < 100 ? 100 : total / 20);
+    st.pay = calloc((size_t)st.payments, sizeof *st.pay);
+    ck_assert(st.pay != NULL);
+    for (int k = 0; k < st.payments; k++)
+        pthread_mutex_init(&st.pay[k].lock, NULL);
+    pthread_mutex_init(&st.lock, NULL);
+
+    int64_t t0 = fg_now_ms();
+    pthread_t t[STRESS_THREADS];
+    for (int i = 0; i < STRESS_THREADS; i++)
+        ck_assert(pthread_create(&t[i], NULL, stress_worker, &st) == 0);
+    /* Halfway through, instance 2 is SIGKILLed and started again on its port and the store
+     * (on this thread: the instances are its children). */
+    while (atomic_load(&st.done) < total / 2)
+        fg_pause_ms(2);
+    int64_t k0 = fg_now_ms();
+    cluster_kill(c, 1);
+    cluster_restart(c, 1);
+    int64_t down_ms = fg_now_ms() - k0;
+    for (int i = 0; i < STRESS_THREADS; i++)
+        pthread_join(t[i], NULL);
+    int64_t wall_ms = fg_now_ms() - t0;
+
+    printf("cluster stress: %ld requests through nginx, %d threads, %d paymentKeys in %.1f s "
+           "(%.0f req/s); instance 2 down %" PRId64 " ms; 200: %ld (confirms %ld, cancels %ld), "
+           "4xx: %ld, 502: %ld, 503: %ld, resent after either: %ld, other: %ld, no answer: %ld\n",
+           total, STRESS_THREADS, st.payments, (double)wall_ms / 1000.0,
+           (double)total * 1000.0 / (double)(wall_ms > 0 ? wall_ms : 1), down_ms,
+           atomic_load(&st.n_200), atomic_load(&st.n_confirm_200),
+           atomic_load(&st.n_cancel_200), atomic_load(&st.n_4xx), atomic_load(&st.n_502),
+           atomic_load(&st.n_503), atomic_load(&st.n_resent), atomic_load(&st.n_other),
+           atomic_load(&st.n_curl));
+    fflush(stdout);
+    for (int i = 0; i < CLUSTER_N; i++) {
+        char *e = fg_server_stderr(c->inst[i]);
+        ck_assert_msg(cluster_alive(c->inst[i]->pid), "instance %d died during the stress (not "
+                      "the kill); its stderr: %.1500s", i + 1, e);
+        free(e);
+    }
+    ck_assert_msg(atomic_load(&st.n_other) == 0 && atomic_load(&st.n_curl) == 0,
+                  "%ld answers neither 200, 4xx, nginx's 502 nor the store's 503, %ld without "
+                  "an answer; the first: %s", atomic_load(&st.n_other), atomic_load(&st.n_curl),
+                  st.first_other);
+
+    /* Charged at most once, as the clients saw it: one approvedAt per paymentKey. */
+    for (int k = 0; k < st.payments; k++)
+        ck_assert_msg(st.pay[k].approvals_seen <= 1,
+                      "pk_s%05d: confirms answered 200 with %d different approvals", k,
+                      st.pay[k].approvals_seen);
+
+    /* ... and as every instance's ledger says; the three ledgers are one. */
+    json_t *ledger[CLUSTER_N];
+    for (int i = 0; i < CLUSTER_N; i++)
+        ledger[i] = ledger_of(c, i);
+    size_t n_charged = 0;
+    for (int i = 0; i < CLUSTER_N; i++) {
+        size_t idx;
+        json_t *e;
+        json_array_foreach(ledger[i], idx, e) {
+            long long charges = json_int(e, "charges");
+            ck_assert_msg(charges <= 1, "instance %d: %s charged %lld times", i + 1, entry_pk(e),
+                          charges);
+            if (i == 0 && charges == 1)
+                n_charged++;
+        }
+    }
+    json_t *by_pk = json_object(); /* instance 1's entries by paymentKey (borrowed values) */
+    size_t idx;
+    json_t *e;
+    json_array_foreach(ledger[0], idx, e) {
+        const char *epk = entry_pk(e);
+        ck_assert_msg(epk != NULL && json_object_get(by_pk, epk) == NULL,
+                      "instance 1's ledger: entry %zu has no paymentKey or a repeated one", idx);
+        json_object_set(by_pk, epk, e);
+    }
+    for (int k = 0; k < st.payments; k++) {
+        if (st.pay[k].approved_at[0] == '\0')
+            continue;
+        char pk[32];
+        snprintf(pk, sizeof pk, "pk_s%05d", k);
+        e = json_object_get(by_pk, pk);
+        ck_assert_msg(e != NULL, "%s: a client was answered 200, instance 1's ledger lacks it", pk);
+        const char *at = fg_json_str(json_object_get(e, "payment"), "approvedAt");
+        ck_assert_msg(json_int(e, "charges") == 1 && at != NULL &&
+                      strcmp(at, st.pay[k].approved_at) == 0,
+                      "%s: a client was answered the approval of %s, instance 1's ledger says "
+                      "charges %lld approvedAt %s", pk, st.pay[k].approved_at,
+                      json_int(e, "charges"), at != NULL ? at : "null");
+    }
+    json_decref(by_pk);
+    for (int i = 1; i < CLUSTER_N; i++) {
+        if (json_equal(ledger[0], ledger[i]))
+            continue;
+        size_t n0 = json_array_size(ledger[0]), ni = json_array_size(ledger[i]);
+        size_t d = 0;
+        while (d < n0 && d < ni && json_equal(json_array_get(ledger[0], d),
+                                              json_array_get(ledger[i], d)))
+            d++;
+        char *a = json_dumps(json_array_get(ledger[0], d), JSON_COMPACT);
+        char *b = json_dumps(json_array_get(ledger[i], d), JSON_COMPACT);
+        ck_abort_msg("the ledger of instance %d (%zu payments) is not instance 1's (%zu); "
+                     "first difference at entry %zu:\n%.800s\n---\n%.800s", i + 1, ni, n0, d,
+                     a != NULL ? a : "(none)", b != NULL ? b : "(none)");
+    }
+    printf("cluster stress: checked in %.1f s after the run: %zu payments in the ledger, %zu "
+           "charged once, none twice; the same ledger from all %d instances\n",
+           (double)(fg_now_ms() - t0 - wall_ms) / 1000.0, json_array_size(ledger[0]),
+           n_charged, CLUSTER_N);
+    /* TODO(issue 24): "the report complete and the same from every instance". In this
+     * increment GET /__admin/report is built from each instance's own journal (docs/cluster.md
+     * §11.1: not shared yet), so the three reports differ by design; compare them here once the
+     * journal is a shared Redis stream. */
+    for (int i = 0; i < CLUSTER_N; i++)
+        json_decref(ledger[i]);
+    for (int k = 0; k < st.payments; k++)
+        pthread_mutex_destroy(&st.pay[k].lock);
+    free(st.pay);
+    cluster_free(c);
+}
+END_TEST
+
+/* ---- Redis stopped mid-run ---------------------------------------------------------------- */
+
+/* /healthz of instance i: 200 with "store": {"kind": "redis", "state": want}. */
+static void assert_store_state(const fg_cluster *c, int i, const char *want)
+{
+    fg_response r;
+    fg_request req = {.path = "/healthz", .timeout_ms = OUTAGE_TIMEOUT_MS, .forbid_reuse = true};
+    fg_http(c->inst[i], NULL, &req, &r);
+    ck_assert_msg(r.curl_code == CURLE_OK && r.status == 200,
+                  "instance %d: /healthz did not answer 200 (%s %ld)", i + 1, r.curl_error,
+                  r.status);
+    json_t *store = json_object_get(r.json, "store");
+    ck_assert_msg(json_is_str(store, "kind", "redis") && json_is_str(store, "state", want),
+                  "instance %d: /healthz should say store kind redis, state %s: %s", i + 1, want,
+                  r.body);
+    fg_response_fini(&r);
+}
+
+START_TEST(test_redis_stopped_gives_503_naming_the_store_no_crash_and_back_within_1s)
+{
+    fg_cluster *c = cluster_start(NULL);
+    for (int i = 0; i < CLUSTER_N; i++) {
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_before_%d", i);
+        snprintf(oid, sizeof oid, "order_before_%d", i);
+        fg_response r;
+        confirm_fresh(c->inst[i], pk, oid, 1000, NULL, 10000, &r);
+        assert_done(&r, pk, oid);
+        fg_response_fini(&r);
+        assert_store_state(c, i, "up");
+    }
+
+    cluster_signal_redis(c, SIGSTOP);
+    for (int i = 0; i < CLUSTER_N; i++) {
+        char pk[32], oid[32], key[32];
+        snprintf(pk, sizeof pk, "pk_outage_%d", i);
+        snprintf(oid, sizeof oid, "order_outage_%d", i);
+        snprintf(key, sizeof key, "outage-key-%d", i);
+        fg_response r;
+        confirm_fresh(c->inst[i], pk, oid, 1000, key, OUTAGE_TIMEOUT_MS, &r);
+        assert_error(&r, 503, "SERVICE_UNAVAILABLE");
+        const char *msg = fg_json_str(r.json, "message");
+        ck_assert_msg(strstr(msg, c->store_url) != NULL || strstr(msg, "redis://") != NULL,
+                      "instance %d: the 503 does not name the store (%s): %s", i + 1,
+                      c->store_url, msg);
+        fg_response_fini(&r);
+        ck_assert_msg(cluster_alive(c->inst[i]->pid), "instance %d died with Redis stopped",
+                      i + 1);
+        assert_store_state(c, i, "down");
+    }
+
+    cluster_signal_redis(c, SIGCONT);
+    int64_t t0 = fg_now_ns();
+    int64_t back_ms[CLUSTER_N];
+    for (int i = 0; i < CLUSTER_N; i++) {
+        for (int n = 0;; n++) {
+            char pk[32], oid[32];
+            snprintf(pk, sizeof pk, "pk_after_%d_%d", i, n);
+            snprintf(oid, sizeof oid, "order_after_%d_%d", i, n);
+            fg_response r;
+            confirm_fresh(c->inst[i], pk, oid, 1000, NULL, OUTAGE_TIMEOUT_MS, &r);
+            bool ok = r.curl_code == CURLE_OK && r.status == 200;
+            int64_t now_ms = (r.done_ns - t0) / MS;
+            fg_response_fini(&r);
+            if (ok) {
+                back_ms[i] = now_ms;
+                break;
+            }
+            ck_assert_msg(now_ms < 5 * BACK_WITHIN_MS,
+                          "instance %d: no confirm succeeded within %d ms of SIGCONT", i + 1,
+                          5 * BACK_WITHIN_MS);
+            fg_pause_ms(POLL_MS);
+        }
+    }
+    printf("cluster outage: a confirm succeeded %" PRId64 ", %" PRId64 ", %" PRId64
+           " ms after Redis's SIGCONT on instances 1, 2, 3\n", back_ms[0], back_ms[1],
+           back_ms[2]);
+    fflush(stdout);
+    for (int i = 0; i < CLUSTER_N; i++)
+        ck_assert_msg(back_ms[i] < BACK_WITHIN_MS, "instance %d: back %" PRId64 " ms after "
+                      "Redis returned, want under %d ms", i + 1, back_ms[i], BACK_WITHIN_MS);
+    for (int i = 0; i < CLUSTER_N; i++) {
+        assert_store_state(c, i, "up");
+        /* A 503 charged nothing anywhere: no local fallback. */
+        for (int j = 0; j < CLUSTER_N; j++) {
+            char oid[32];
+            snprintf(oid, sizeof oid, "order_outage_%d", j);
+            json_t *a = fg_admin_payments(c->inst[i], oid);
+            ck_assert_msg(a != NULL && json_array_size(a) == 0,
+                          "instance %d's ledger holds %s, answered 503", i + 1, oid);
+            json_decref(a);
+        }
+    }
+    cluster_free(c);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+    Suite *su = suite_create("cluster");
+    TCase *tc = add_tcase(su, "same_key_over_instances", 60);
+    tcase_add_test(tc, test_same_key_from_32_threads_over_instances_one_200_rest_409_one_charge);
+    tcase_add_test(tc, test_one_payment_under_different_keys_over_instances_approved_once);
+    tc = add_tcase(su, "lost_response_over_instances", 60);
+    tcase_add_test(tc,
+                   test_response_lost_on_instance_1_resent_to_instance_2_gets_the_stored_200);
+    tcase_add_test(tc, test_attempts_1_fault_fires_once_per_identity_cluster_wide);
+    tc = add_tcase(su, "stress_with_instance_killed", 900);
+    tcase_add_test(tc,
+                   test_stress_through_nginx_instance_killed_and_restarted_charged_at_most_once);
+    tc = add_timing_tcase(su, "redis_stopped", 120);
+    tcase_add_test(tc,
+                   test_redis_stopped_gives_503_naming_the_store_no_crash_and_back_within_1s);
+    return su;
+}
