@@ -248,16 +248,22 @@ nginx_conf "$NG_START" 0 >"$T/nginx-start.conf"
 nginx -t -q -c "$T/nginx.conf" -e "$T/nginx-error.log" || die "nginx config invalid: $T/nginx.conf"
 NG_PID=0
 S1_NG="" # scenario 1's nginx figure, which scenario 6 shows beside its own
-if want idle 1 2 3 6; then # the scenarios with a running nginx beside fakegate
-    nginx -c "$T/nginx.conf" -e "$T/nginx-error.log" &
-    NG_PID=$!
-    PIDS+=("$NG_PID")
+# Start nginx with config CONF, error log LOG, and wait (up to 4 s) for PORT to answer /healthz
+# -> NG_STARTED (its pid, in PIDS). Dies naming the log when it does not.
+start_nginx() { # CONF LOG PORT
+    local i
+    nginx -c "$1" -e "$2" &
+    NG_STARTED=$!
+    PIDS+=("$NG_STARTED")
     for i in $(seq 200); do
-        curl -sf -o /dev/null "http://127.0.0.1:$NG_STATIC/healthz" && break
+        curl -sf -o /dev/null "http://127.0.0.1:$3/healthz" && return 0
         sleep 0.02
     done
-    curl -sf -o /dev/null "http://127.0.0.1:$NG_STATIC/healthz" ||
-        die "nginx did not start: $(cat "$T/nginx-error.log")"
+    die "nginx ($1) did not start: $(cat "$2")"
+}
+if want idle 1 2 3 6; then # the scenarios with a running nginx beside fakegate
+    start_nginx "$T/nginx.conf" "$T/nginx-error.log" "$NG_STATIC"
+    NG_PID=$NG_STARTED
 fi
 ng_pids() { # the nginx master and its workers
     local kids
@@ -1051,15 +1057,8 @@ if want 10; then
     done
     CL_NG_PORT=$(free_port) || die "no free port for nginx"
     cluster_conf "$CL_NG_PORT" "${CL_PORTS[@]}" >"$T/nginx-cluster.conf"
-    nginx -c "$T/nginx-cluster.conf" -e "$T/nginx-cluster-error.log" &
-    CL_NG_PID=$!
-    PIDS+=("$CL_NG_PID")
-    for i in $(seq 200); do
-        curl -sf -o /dev/null "http://127.0.0.1:$CL_NG_PORT/healthz" && break
-        sleep 0.02
-    done
-    curl -sf -o /dev/null "http://127.0.0.1:$CL_NG_PORT/healthz" ||
-        die "nginx (cluster) did not start: $(cat "$T/nginx-cluster-error.log")"
+    start_nginx "$T/nginx-cluster.conf" "$T/nginx-cluster-error.log" "$CL_NG_PORT"
+    CL_NG_PID=$NG_STARTED
     cl_run cl_three "http://127.0.0.1:$CL_NG_PORT/"
     stop_pid "$CL_NG_PID"
     for p in "${CL_PIDS[@]}"; do stop_pid "$p"; done
