@@ -119,17 +119,17 @@ DEPS_SET  := interop
 endif
 ifneq ($(filter callgrind,$(MAKECMDGOALS)),)
 DEPS_SET  := callgrind
-ifneq ($(SANITIZE),0)
-$(error make callgrind counts the plain build: valgrind cannot run a sanitizer build (SANITIZE=0))
-endif
 endif
 ifneq ($(filter cluster-test,$(MAKECMDGOALS)),)
 DEPS_SET  := cluster
 endif
 ifneq ($(filter memcheck,$(MAKECMDGOALS)),)
 DEPS_SET  := memcheck
+endif
+VALGRIND_GOALS := $(filter memcheck callgrind,$(MAKECMDGOALS))
+ifneq ($(VALGRIND_GOALS),)
 ifneq ($(SANITIZE),0)
-$(error make memcheck runs the plain build: valgrind cannot run a sanitizer build (SANITIZE=0))
+$(error make $(VALGRIND_GOALS) runs the plain build: valgrind cannot run a sanitizer build (SANITIZE=0))
 endif
 endif
 deps:
