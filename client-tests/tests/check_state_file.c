@@ -413,6 +413,12 @@ START_TEST(test_a_line_that_does_not_fit_stops_the_start_naming_line_and_record)
              "\"order_x\",\"amount\":100,\"at_us\":1,\"bank\":\"88\",\"due_us\":2,"
              "\"customer\":\"c\"}]\n", salt);
     assert_refused(text, ":2: record 1 (va): \"order_name\" is not a string");
+    /* Found by fuzz_statefile: a second session for one payment (its first order name leaked). */
+    snprintf(text, sizeof text, "%s[{\"r\":\"create\",\"tk\":null,\"pk\":\"p\",\"oid\":"
+             "\"order_x\",\"amount\":100,\"at_us\":1},{\"r\":\"session\",\"tk\":null,"
+             "\"pk\":\"p\",\"order_name\":\"n\"}]\n[{\"r\":\"session\",\"tk\":null,"
+             "\"pk\":\"p\",\"order_name\":\"m\"}]\n", salt);
+    assert_refused(text, ":3: record 1 (session): payment p has a session already");
 }
 END_TEST
 

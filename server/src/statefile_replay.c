@@ -225,9 +225,13 @@ static int apply_payment(struct replay *rp, struct store *s, const json_t *rec)
         return -1;
     const char *k = rp->kind, *str;
     int64_t at_us;
-    if (strcmp(k, "session") == 0)
+    if (strcmp(k, "session") == 0) {
+        /* A session is registered with the payment it creates, once. */
+        if (p->registered)
+            return bad(rp, "payment %s has a session already", p->payment_key);
         return get_str(rp, rec, "order_name", true, &str) &&
                        store_register_session(s, p, str) == 0 ? 0 : bad(rp, "out of memory");
+    }
     if (strcmp(k, "arrive") == 0)
         return get_str(rp, rec, "key", true, &str) && store_note_confirm(s, p, str) == 0
                    ? 0 : bad(rp, "out of memory");
