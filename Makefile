@@ -275,7 +275,9 @@ bench: deps $(BUILD)/fakegate
 
 # Instructions per confirm (bench/callgrind.sh): the server under callgrind, CG_WARMUP confirms,
 # then CG_N unique confirms and CG_N replays counted; prints Ir per request of the request
-# threads. Not part of `make test` (about 10 s).
+# threads; then the same confirms with a webhook receiver, over 1000 tenants, with the report
+# holding nothing, and held 20 ms, each on a fresh server (CG_VARIANTS=base for the first
+# alone, about 10 s). Not part of `make test` (about 45 s).
 .PHONY: callgrind
 callgrind: deps $(BUILD)/fakegate
 	bench/callgrind.sh $(BUILD)/fakegate

@@ -29,10 +29,27 @@
 # per byte: about 15 000 of a confirm's Ir, for well under a microsecond of CPU. The figure
 # judges changes to fakegate's own code; it does not compare fakegate with other servers.
 #
-# Environment: CG_N (requests per phase, default 2000), CG_WARMUP (default 500), CG_PARALLEL
-# (connections, default 8), CG_KEEP=1 keeps the temp dir with the callgrind dumps (cg.out.K-TT:
-# dump K = 1 confirms, 2 replays; thread TT). Output: lines "confirm Ir/request: N (other threads: M)" and
-# "replay Ir/request: ...". Exits non-zero when it could not measure.
+# The same run then measures what three features cost a confirm and what a held confirm costs,
+# each on a fresh server, beside the first (issue 25: their cost per confirm and per held
+# request). CG_VARIANTS picks them (default all, in this order):
+#   base      the figures above (line "confirm ..." and "replay ...");
+#   receiver  --webhook-url at a loopback receiver (python3's http.server, HTTP/1.1, every POST
+#             answered 200): each confirm's PAYMENT_STATUS_CHANGED event made, filed and
+#             delivered. The count waits until the receiver has all of the window's deliveries,
+#             so the delivery thread's whole share is in "other threads";
+#   tenants   the confirms' secret keys taken in turn over CG_TENANTS keys (default 1000; each
+#             tenant made in the warm-up): the tenant lookup and CG_TENANTS ledgers' locality;
+#   report1   --report-max-identities 1: no identity finds room in the report, so confirm minus
+#             report1 is what the report's per-identity state costs a confirm;
+#   held      a confirm held 20 ms by the profile (latency fixed 20 ms) before its answer: the
+#             suspend, the timer and the resume ("other threads" has the timer thread's share).
+#
+# Environment: CG_N (requests per phase, default 2000), CG_WARMUP (default 500; the tenants
+# variant warms up with at least CG_TENANTS), CG_PARALLEL (connections, default 8), CG_VARIANTS
+# (names separated by spaces or commas), CG_KEEP=1 keeps the temp dir with the callgrind dumps
+# (NAME.out.K-TT: dump K = 1 confirms, 2 replays; thread TT). Output: a line per variant,
+# "NAME Ir/request: N (other threads: M)", NAME confirm for base, with "replay Ir/request: ..."
+# after it. Exits non-zero when it could not measure. About 60 s for all five.
 set -u -o pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,13 +57,16 @@ FG=${1:-$ROOT/build/fakegate}
 N=${CG_N:-2000}
 WARM=${CG_WARMUP:-500}
 PAR=${CG_PARALLEL:-8}
+TENANTS=${CG_TENANTS:-1000}
+VARIANTS=$(printf '%s' "${CG_VARIANTS:-base receiver tenants report1 held}" | tr ',' ' ')
 
 say() { printf 'callgrind: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
-for v in N WARM PAR; do
+for v in N WARM PAR TENANTS; do
     case "${!v}" in '' | *[!0-9]*) die "CG_$v must be a whole number, not '${!v}'" ;; esac
 done
 [ "$N" -gt 0 ] || die "CG_N must be at least 1"
+[ "$TENANTS" -gt 1 ] || die "CG_TENANTS must be at least 2"
 [ -x "$FG" ] || die "no fakegate binary at $FG (run make first)"
 for t in valgrind callgrind_control curl awk; do
     command -v $t >/dev/null || die "$t is missing (apt-get install valgrind curl)"
@@ -54,10 +74,19 @@ done
 
 T=$(mktemp -d /tmp/fakegate-callgrind.XXXXXX)
 VG_PID=0
-cleanup() {
+RX_PID=0
+stop_server() {
     if [ "$VG_PID" != 0 ] && kill -0 "$VG_PID" 2>/dev/null; then
         kill -TERM "$VG_PID" 2>/dev/null
         wait "$VG_PID" 2>/dev/null
+    fi
+    VG_PID=0
+}
+cleanup() {
+    stop_server
+    if [ "$RX_PID" != 0 ] && kill -0 "$RX_PID" 2>/dev/null; then
+        kill -TERM "$RX_PID" 2>/dev/null
+        wait "$RX_PID" 2>/dev/null
     fi
     if [ "${CG_KEEP:-0}" = 1 ]; then say "kept $T"; else rm -rf "$T"; fi
 }
@@ -65,34 +94,43 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo '{"name":"bench-zero","routes":{}}' >"$T/zero.json"
-valgrind --tool=callgrind --separate-threads=yes --dump-instr=no --compress-strings=no \
-    --callgrind-out-file="$T/cg.out" \
-    "$FG" --port 0 --port-file "$T/port" --quiet --profile "$T/zero.json" --seed 7 \
-    >"$T/fg.out" 2>"$T/fg.err" &
-VG_PID=$!
-for _ in $(seq 600); do
-    [ -s "$T/port" ] && break
-    kill -0 "$VG_PID" 2>/dev/null || break
-    sleep 0.05
-done
-[ -s "$T/port" ] || die "fakegate did not start under valgrind: $(tail -5 "$T/fg.err")"
-PORT=$(cat "$T/port")
-URL="http://127.0.0.1:$PORT/v1/payments/confirm"
+echo '{"name":"bench-held","routes":{"confirm":{"latency":{"dist":"fixed","ms":20}}}}' >"$T/held.json"
 
-# A curl config of COUNT confirms: unique (fresh keys, prefix PREFIX) or replay (one body, one key).
-requests() { # MODE PREFIX COUNT
-    awk -v mode="$1" -v pre="$2" -v n="$3" -v url="$URL" 'BEGIN {
+# start_server NAME PROFILE [FLAG...]: fakegate under callgrind, its dumps $T/NAME.out.K-TT.
+start_server() {
+    local name=$1 profile=$2
+    shift 2
+    rm -f "$T/port"
+    valgrind --tool=callgrind --separate-threads=yes --dump-instr=no --compress-strings=no \
+        --callgrind-out-file="$T/$name.out" \
+        "$FG" --port 0 --port-file "$T/port" --quiet --profile "$T/$profile.json" --seed 7 "$@" \
+        >"$T/$name.fg.out" 2>"$T/$name.fg.err" &
+    VG_PID=$!
+    for _ in $(seq 600); do
+        [ -s "$T/port" ] && break
+        kill -0 "$VG_PID" 2>/dev/null || break
+        sleep 0.05
+    done
+    [ -s "$T/port" ] || die "fakegate did not start under valgrind: $(tail -5 "$T/$name.fg.err")"
+    URL="http://127.0.0.1:$(cat "$T/port")/v1/payments/confirm"
+}
+
+# A curl config of COUNT confirms: unique (fresh keys, prefix PREFIX) or replay (one body, one
+# key); KEYS secret keys taken in turn (1: test_sk_bench; N: test_sk_bench_0000 ... N-1).
+requests() { # MODE PREFIX COUNT [KEYS]
+    awk -v mode="$1" -v pre="$2" -v n="$3" -v keys="${4:-1}" -v url="$URL" 'BEGIN {
         for (i = 1; i <= n; i++) {
             id = (mode == "replay") ? "replay_" pre : pre "_" i
+            user = (keys == 1) ? "test_sk_bench" : sprintf("test_sk_bench_%04d", i % keys)
             printf "url = \"%s\"\noutput = \"/dev/null\"\nwrite-out = \"%%{http_code}\\n\"\n", url
-            printf "user = \"test_sk_bench:\"\nheader = \"Content-Type: application/json\"\n"
+            printf "user = \"%s:\"\nheader = \"Content-Type: application/json\"\n", user
             printf "header = \"Idempotency-Key: ik_%s\"\n", id
             printf "data = \"{\\\"paymentKey\\\":\\\"pk_%s\\\",\\\"orderId\\\":\\\"o_%s\\\",\\\"amount\\\":15000}\"\n", id, id
             if (i < n) print "next"
         }
     }' >"$T/$2.curl"
 }
-send() { # MODE PREFIX COUNT: send them, fail unless every answer is 200
+send() { # MODE PREFIX COUNT [KEYS]: send them, fail unless every answer is 200
     requests "$@"
     curl -s --no-progress-meter --parallel --parallel-max "$PAR" --parallel-immediate -K "$T/$2.curl" >"$T/$2.codes" ||
         die "curl failed ($2)"
@@ -102,28 +140,110 @@ send() { # MODE PREFIX COUNT: send them, fail unless every answer is 200
 }
 zero() { callgrind_control --zero "$VG_PID" >/dev/null 2>&1 || die "callgrind_control --zero failed"; }
 dump() { callgrind_control --dump "$VG_PID" >/dev/null 2>&1 || die "callgrind_control --dump failed"; }
-# Ir per request of dump number K over COUNT requests: "REQUEST_THREADS OTHER_THREADS".
-per_request() { # K COUNT
+# Ir per request of dump number K of server NAME over COUNT requests: "REQUEST_THREADS OTHER_THREADS".
+per_request() { # NAME K COUNT
     local f req=0 other=0 ir k
-    k=$(printf '%d' "$1")
-    for f in "$T"/cg.out."$k"-*; do
-        [ -e "$f" ] || die "no callgrind dump $k in $T"
+    k=$(printf '%d' "$2")
+    for f in "$T/$1".out."$k"-*; do
+        [ -e "$f" ] || die "no callgrind dump $k of $1 in $T"
         ir=$(awk '$1 == "summary:" || $1 == "totals:" {print $2; exit}' "$f")
         if grep -q 'on_request' "$f"; then req=$((req + ir)); else other=$((other + ir)); fi
     done
-    awk -v r="$req" -v o="$other" -v n="$2" 'BEGIN {printf "%.0f %.0f\n", r / n, o / n}'
+    awk -v r="$req" -v o="$other" -v n="$3" 'BEGIN {printf "%.0f %.0f\n", r / n, o / n}'
 }
 
-send unique warm "$WARM"
-send replay warmr 10
-zero
-send unique "run$$" "$N"
-dump # the files cg.out.1-TT, one per thread TT
-read -r c_req c_other < <(per_request 1 "$N")
-send replay "rep$$" 1 # the record the replays are answered from
-zero
-send replay "rep$$" "$N"
-dump # cg.out.2-TT
-read -r r_req r_other < <(per_request 2 "$N")
-printf 'confirm Ir/request: %s (other threads: %s)\n' "$c_req" "$c_other"
-printf 'replay Ir/request: %s (other threads: %s)\n' "$r_req" "$r_other"
+# The receiver for the "receiver" variant: python3's http.server on a free port, HTTP/1.1
+# keep-alive, answering every POST 200 with an empty body and counting them into $T/rx.count.
+start_receiver() {
+    command -v python3 >/dev/null || die "python3 is missing (the receiver variant needs it)"
+    python3 - "$T" <<'PY' &
+import http.server, os, sys, threading
+d = sys.argv[1]
+n = 0
+lock = threading.Lock()
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        global n
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        with lock:
+            n += 1
+            with open(d + "/rx.tmp", "w") as f:
+                f.write(str(n))
+            os.replace(d + "/rx.tmp", d + "/rx.count")
+    def log_message(self, *a):
+        pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+with open(d + "/rx.tmp", "w") as f:
+    f.write(str(s.server_address[1]))
+os.replace(d + "/rx.tmp", d + "/rx.port")
+s.serve_forever()
+PY
+    RX_PID=$!
+    for _ in $(seq 200); do
+        [ -s "$T/rx.port" ] && break
+        sleep 0.05
+    done
+    [ -s "$T/rx.port" ] || die "the receiver did not start"
+}
+rx_count() { cat "$T/rx.count" 2>/dev/null || echo 0; }
+# Wait (up to 120 s) until the receiver has counted WANT deliveries.
+rx_wait() { # WANT
+    for _ in $(seq 2400); do
+        [ "$(rx_count)" -ge "$1" ] && return 0
+        sleep 0.05
+    done
+    die "the receiver counted $(rx_count) deliveries, not $1"
+}
+
+# One variant: a server NAME started with PROFILE and FLAGS, warmed up with WARM confirms over
+# KEYS secret keys, then N counted. Prints "NAME Ir/request: REQ (other threads: OTHER)".
+measure() { # NAME PROFILE KEYS [FLAG...]
+    local name=$1 profile=$2 keys=$3 c_req c_other per=0 base=0 warm=$WARM
+    shift 3
+    [ "$keys" -gt "$warm" ] && warm=$keys # every tenant made before the count
+    start_server "$name" "$profile" "$@"
+    send unique warm "$warm" "$keys"
+    if [ "$name" = receiver ]; then
+        # Deliveries per confirm, from the warm-up: every one of them delivered before the count.
+        for _ in $(seq 2400); do
+            base=$(rx_count)
+            sleep 0.5
+            [ "$(rx_count)" = "$base" ] && [ "$base" -gt 0 ] && break
+        done
+        per=$((base / WARM))
+        [ "$per" -ge 1 ] && [ $((per * WARM)) = "$base" ] ||
+            die "the warm-up's $WARM confirms made $base deliveries, not a whole number per confirm"
+    fi
+    zero
+    send unique "run$$" "$N" "$keys"
+    [ "$name" = receiver ] && rx_wait $((base + per * N))
+    dump
+    read -r c_req c_other < <(per_request "$name" 1 "$N")
+    printf '%s Ir/request: %s (other threads: %s)\n' "$name" "$c_req" "$c_other"
+    if [ "$name" = confirm ]; then # replays, on the same server
+        send replay "rep$$" 1 # the record the replays are answered from
+        zero
+        send replay "rep$$" "$N"
+        dump
+        read -r c_req c_other < <(per_request "$name" 2 "$N")
+        printf 'replay Ir/request: %s (other threads: %s)\n' "$c_req" "$c_other"
+    fi
+    stop_server
+}
+
+for v in $VARIANTS; do
+    case "$v" in
+    base) measure confirm zero 1 ;;
+    receiver)
+        [ "$RX_PID" != 0 ] || start_receiver
+        measure receiver zero 1 --webhook-url "http://127.0.0.1:$(cat "$T/rx.port")/hook" ;;
+    tenants) measure tenants zero "$TENANTS" ;;
+    report1) measure report1 zero 1 --report-max-identities 1 ;;
+    held) measure held held 1 ;;
+    *) die "CG_VARIANTS: no variant '$v' (base receiver tenants report1 held)" ;;
+    esac
+done
