@@ -37,6 +37,8 @@
 #             answered 200): each confirm's PAYMENT_STATUS_CHANGED event made, filed and
 #             delivered. The count waits until the receiver has all of the window's deliveries,
 #             so the delivery thread's whole share is in "other threads";
+#   hanging   --webhook-url at a listener that accepts and never answers (scenario 7's): every
+#             delivery stays pending, at most 64 attempts on the wire, the rest waiting;
 #   tenants   the confirms' secret keys taken in turn over CG_TENANTS keys (default 1000; each
 #             tenant made in the warm-up): the tenant lookup and CG_TENANTS ledgers' locality;
 #   report1   --report-max-identities 1: no identity finds room in the report, so confirm minus
@@ -49,7 +51,7 @@
 # (names separated by spaces or commas), CG_KEEP=1 keeps the temp dir with the callgrind dumps
 # (NAME.out.K-TT: dump K = 1 confirms, 2 replays; thread TT). Output: a line per variant,
 # "NAME Ir/request: N (other threads: M)", NAME confirm for base, with "replay Ir/request: ..."
-# after it. Exits non-zero when it could not measure. About 60 s for all five.
+# after it. Exits non-zero when it could not measure. About 60 s for all six.
 set -u -o pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -58,7 +60,7 @@ N=${CG_N:-2000}
 WARM=${CG_WARMUP:-500}
 PAR=${CG_PARALLEL:-8}
 TENANTS=${CG_TENANTS:-1000}
-VARIANTS=$(printf '%s' "${CG_VARIANTS:-base receiver tenants report1 held}" | tr ',' ' ')
+VARIANTS=$(printf '%s' "${CG_VARIANTS:-base receiver hanging tenants report1 held}" | tr ',' ' ')
 
 say() { printf 'callgrind: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
@@ -75,6 +77,7 @@ done
 T=$(mktemp -d /tmp/fakegate-callgrind.XXXXXX)
 VG_PID=0
 RX_PID=0
+HANG_PID=0
 stop_server() {
     if [ "$VG_PID" != 0 ] && kill -0 "$VG_PID" 2>/dev/null; then
         kill -TERM "$VG_PID" 2>/dev/null
@@ -84,10 +87,12 @@ stop_server() {
 }
 cleanup() {
     stop_server
-    if [ "$RX_PID" != 0 ] && kill -0 "$RX_PID" 2>/dev/null; then
-        kill -TERM "$RX_PID" 2>/dev/null
-        wait "$RX_PID" 2>/dev/null
-    fi
+    for pid in "$RX_PID" "$HANG_PID"; do
+        if [ "$pid" != 0 ] && kill -0 "$pid" 2>/dev/null; then
+            kill -TERM "$pid" 2>/dev/null
+            wait "$pid" 2>/dev/null
+        fi
+    done
     if [ "${CG_KEEP:-0}" = 1 ]; then say "kept $T"; else rm -rf "$T"; fi
 }
 trap cleanup EXIT
@@ -189,6 +194,29 @@ PY
     done
     [ -s "$T/rx.port" ] || die "the receiver did not start"
 }
+# The receiver for the "hanging" variant (bench/run.sh's scenario 7's): a loopback listener
+# that accepts every connection and never reads or answers, so every delivery stays pending.
+start_hanging() {
+    python3 - "$T" <<'PY' &
+import os, socket, sys, threading
+d = sys.argv[1]
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(1024)
+with open(d + "/hang.tmp", "w") as f:
+    f.write(str(s.getsockname()[1]))
+os.replace(d + "/hang.tmp", d + "/hang.port")
+held = []
+while True:
+    held.append(s.accept()[0])
+PY
+    HANG_PID=$!
+    for _ in $(seq 200); do
+        [ -s "$T/hang.port" ] && break
+        sleep 0.05
+    done
+    [ -s "$T/hang.port" ] || die "the hanging receiver did not start"
+}
 rx_count() { cat "$T/rx.count" 2>/dev/null || echo 0; }
 # Wait (up to 120 s) until the receiver has counted WANT deliveries.
 rx_wait() { # WANT
@@ -241,9 +269,12 @@ for v in $VARIANTS; do
     receiver)
         [ "$RX_PID" != 0 ] || start_receiver
         measure receiver zero 1 --webhook-url "http://127.0.0.1:$(cat "$T/rx.port")/hook" ;;
+    hanging)
+        [ "$HANG_PID" != 0 ] || start_hanging
+        measure hanging zero 1 --webhook-url "http://127.0.0.1:$(cat "$T/hang.port")/hook" ;;
     tenants) measure tenants zero "$TENANTS" ;;
     report1) measure report1 zero 1 --report-max-identities 1 ;;
     held) measure held held 1 ;;
-    *) die "CG_VARIANTS: no variant '$v' (base receiver tenants report1 held)" ;;
+    *) die "CG_VARIANTS: no variant '$v' (base receiver hanging tenants report1 held)" ;;
     esac
 done
