@@ -997,6 +997,116 @@ START_TEST(test_webhook_receivers_put_on_one_instance_apply_on_all)
 }
 END_TEST
 
+/* The profile's webhook faults over the cluster: decided by (seed, paymentKey, event, receiver)
+ * as on one instance (docs/webhooks.md §6.5), so a cluster and a single in-memory instance
+ * with the same seed drop and duplicate the same events. */
+#define FAULT_N 24
+static const char hook_faults_profile[] =
+    "{'name':'cluster-hook-faults','seed':7,'routes':{'default':{'latency':{'dist':'fixed',"
+    "'ms':0}}},'webhooks':{'duplicate':{'p':0.3,'after':{'dist':'fixed','ms':50}},"
+    "'drop':{'p':0.3}}}";
+
+/* Per paymentKey pk_hook_f_NN: "dropped", "delivered" or "delivered+dup", from a journal in
+ * which nothing is pending any more (polled until so). */
+static void fault_outcomes(const fg_server *s, char out[FAULT_N][16])
+{
+    int64_t deadline = fg_now_ms() + HOOK_WAIT_MS;
+    json_t *all;
+    for (;;) {
+        json_t *root = admin_json(s, "/__admin/webhooks/deliveries");
+        all = json_incref(json_object_get(root, "deliveries"));
+        json_decref(root);
+        size_t pending = 0;
+        for (size_t k = 0; k < json_array_size(all); k++)
+            pending += json_is_str(json_array_get(all, k), "status", "pending");
+        if (pending == 0 && json_array_size(all) >= FAULT_N)
+            break;
+        ck_assert_msg(fg_now_ms() < deadline, "deliveries still pending after %d ms",
+                      HOOK_WAIT_MS);
+        json_decref(all);
+        fg_pause_ms(POLL_MS / 5);
+    }
+    for (int i = 0; i < FAULT_N; i++) {
+        char pk[32];
+        snprintf(pk, sizeof pk, "pk_hook_f_%02d", i);
+        int originals = 0, dups = 0;
+        const char *status = "none";
+        const char *tid = NULL;
+        for (size_t k = 0; k < json_array_size(all); k++) {
+            json_t *d = json_array_get(all, k);
+            if (strcmp(json_str(d, "payment_key"), pk) != 0)
+                continue;
+            if (json_is_null(json_object_get(d, "duplicate_of"))) {
+                originals++;
+                status = json_str(d, "status");
+                tid = json_str(d, "transmission_id");
+            } else {
+                dups++;
+                ck_assert_msg(tid != NULL && strcmp(tid, json_str(d, "transmission_id")) == 0,
+                              "%s: a duplicate under another transmission id", pk);
+            }
+        }
+        ck_assert_msg(originals == 1 && dups <= 1, "%s: %d originals, %d duplicates", pk,
+                      originals, dups);
+        snprintf(out[i], 16, "%s%s", status, dups ? "+dup" : "");
+    }
+    json_decref(all);
+}
+
+START_TEST(test_webhook_faults_over_instances_decided_as_on_one_instance_with_the_seed)
+{
+    struct receiver *rx = receiver_start(&RX(200), 1);
+    ck_assert(rx != NULL);
+    fg_cluster *c = hooked_cluster(rx);
+    char *profile = dq(hook_faults_profile);
+    cluster_put_profile(c, profile);
+    for (int i = 0; i < FAULT_N; i++) {
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_hook_f_%02d", i);
+        snprintf(oid, sizeof oid, "order_hook_f_%02d", i);
+        confirm_ok(c->inst[i % CLUSTER_N], pk, oid);
+    }
+    char in_cluster[FAULT_N][16], alone[FAULT_N][16];
+    fault_outcomes(c->inst[1], in_cluster);
+    size_t sent = 0;
+    int dropped = 0, duplicated = 0;
+    for (int i = 0; i < FAULT_N; i++) {
+        dropped += strcmp(in_cluster[i], "dropped") == 0;
+        duplicated += strstr(in_cluster[i], "+dup") != NULL;
+        sent += strcmp(in_cluster[i], "dropped") == 0 ? 0 : strstr(in_cluster[i], "+dup") ? 2 : 1;
+    }
+    ck_assert_msg(receiver_wait(rx, sent, HOOK_WAIT_MS) == sent && receiver_count(rx) == sent,
+                  "the receiver got %zu requests, the journal says %zu were delivered",
+                  receiver_count(rx), sent);
+    cluster_free(c);
+
+    struct receiver *rx1 = receiver_start(&RX(200), 1);
+    ck_assert(rx1 != NULL);
+    const char *args[] = {"--webhook-url", receiver_url(rx1), NULL};
+    fg_server *s = start_args(profile, args);
+    for (int i = 0; i < FAULT_N; i++) {
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_hook_f_%02d", i);
+        snprintf(oid, sizeof oid, "order_hook_f_%02d", i);
+        confirm_ok(s, pk, oid);
+    }
+    fault_outcomes(s, alone);
+    for (int i = 0; i < FAULT_N; i++)
+        ck_assert_msg(strcmp(in_cluster[i], alone[i]) == 0,
+                      "pk_hook_f_%02d: %s over the cluster, %s on one instance with the same "
+                      "seed", i, in_cluster[i], alone[i]);
+    printf("cluster webhooks: seed 7, %d events: %d dropped, %d duplicated, the same over three "
+           "instances as on one\n", FAULT_N, dropped, duplicated);
+    fflush(stdout);
+    ck_assert_msg(dropped > 0 && duplicated > 0, "%d dropped, %d duplicated", dropped,
+                  duplicated);
+    stop_server(s);
+    free(profile);
+    receiver_stop(rx1);
+    receiver_stop(rx);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *su = suite_create("cluster");
@@ -1016,6 +1126,7 @@ Suite *make_suite(void)
     tcase_add_test(tc,
                    test_webhook_deliveries_listed_the_same_from_every_instance_resend_and_reset_shared);
     tcase_add_test(tc, test_webhook_receivers_put_on_one_instance_apply_on_all);
+    tcase_add_test(tc, test_webhook_faults_over_instances_decided_as_on_one_instance_with_the_seed);
     tc = add_timing_tcase(su, "redis_stopped", 120);
     tcase_add_test(tc,
                    test_redis_stopped_gives_503_naming_the_store_no_crash_and_back_within_1s);
