@@ -5,9 +5,13 @@
  * another, and `attempts: [1]` fires once per identity cluster-wide; a stress run through nginx
  * with an instance SIGKILLed and restarted charges no paymentKey twice and leaves one ledger,
  * the same from every instance; Redis stopped gives 503s naming the store, no crash, and
- * service back within a second of its return. Each case starts its own cluster on a fresh
+ * service back within a second of its return; webhook deliveries come from one due-time queue
+ * in Redis: a retry after a 500 is sent once though three dispatchers look, a delivery pending
+ * on a SIGKILLed instance is sent by another, the journal, resend, reset and receivers are the
+ * same from every instance, and faults are drawn as on one instance. Each case starts its own
+ * cluster on a fresh
  * Redis. What is shared, and what is not yet (the journal and the report, the profile in
- * force): docs/cluster.md §11.1. Not in `make test`: it needs redis-server and nginx
+ * force): docs/cluster.md §11.1; the webhooks' queue: §11.6. Not in `make test`: it needs redis-server and nginx
  * (scripts/install-deps cluster). */
 #define _GNU_SOURCE
 
@@ -886,10 +890,15 @@ START_TEST(test_webhook_pending_on_a_sigkilled_instance_is_delivered_by_another)
 
     /* The instance whose confirm made the event dies with its retry 1 minute away. */
     cluster_kill(c, 0);
+    int64_t t0 = fg_now_ns();
     advance_clock(c, 1, 60);
     ck_assert_msg(receiver_wait(rx, 2, HOOK_WAIT_MS) == 2,
                   "the retry of a delivery filed by the killed instance never arrived (the "
                   "receiver has %zu requests)", receiver_count(rx));
+    struct rx_request late = request_at(rx, 1);
+    printf("cluster webhooks: the retry of a delivery filed by the SIGKILLed instance arrived "
+           "%.1f ms after the clock step on another\n", (double)(late.arrived_ns - t0) / 1e6);
+    fflush(stdout);
     for (int i = 1; i < CLUSTER_N; i++) {
         json_t *d = wait_delivery(c, i, "pk_hook_kill", "delivered", 2);
         json_decref(d);
