@@ -9,10 +9,9 @@
  * in Redis: a retry after a 500 is sent once though three dispatchers look, a delivery pending
  * on a SIGKILLed instance is sent by another, the journal, resend, reset and receivers are the
  * same from every instance, and faults are drawn as on one instance. Each case starts its own
- * cluster on a fresh
- * Redis. What is shared, and what is not yet (the journal and the report, the profile in
- * force): docs/cluster.md §11.1; the webhooks' queue: §11.6. Not in `make test`: it needs redis-server and nginx
- * (scripts/install-deps cluster). */
+ * cluster on a fresh Redis. What is shared, and what is not yet (the journal and the report,
+ * the profile in force): docs/cluster.md §11.1; the webhooks' queue: §11.6. Not in
+ * `make test`: it needs redis-server and nginx (scripts/install-deps cluster). */
 #define _GNU_SOURCE
 
 #include <check.h>
