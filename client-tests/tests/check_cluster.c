@@ -1115,6 +1115,44 @@ START_TEST(test_webhook_faults_over_instances_decided_as_on_one_instance_with_th
 }
 END_TEST
 
+/* A claimer killed in the middle of an attempt: its lease (CWH_LEASE_MS, 15 s) runs out and
+ * another instance makes that attempt again. Instances 2 and 3 are down while instance 1
+ * files and claims, so the claimer is known. */
+#define LEASE_WAIT_MS 40000
+
+START_TEST(test_webhook_attempt_of_an_instance_killed_mid_attempt_is_made_again_after_its_lease)
+{
+    const struct rx_answer script[] = {{RX_HANG, 0}, RX(200)};
+    struct receiver *rx = receiver_start(script, 2);
+    ck_assert(rx != NULL);
+    fg_cluster *c = hooked_cluster(rx);
+    cluster_kill(c, 1);
+    cluster_kill(c, 2);
+    confirm_ok(c->inst[0], "pk_hook_lease", "order_hook_lease");
+    ck_assert_msg(receiver_wait(rx, 1, HOOK_WAIT_MS) == 1, "the first attempt never arrived");
+    cluster_restart(c, 1);
+    cluster_restart(c, 2);
+    cluster_kill(c, 0); /* with the attempt on the wire, its lease in Redis */
+    ck_assert_msg(receiver_wait(rx, 2, LEASE_WAIT_MS) == 2,
+                  "the attempt of the killed claimer was not made again within %d ms",
+                  LEASE_WAIT_MS);
+    struct rx_request q0 = request_at(rx, 0), q1 = request_at(rx, 1);
+    printf("cluster webhooks: an attempt whose claimer was SIGKILLed mid-attempt was made again "
+           "%.1f s after the first try (the lease is 15 s)\n",
+           (double)(q1.arrived_ns - q0.arrived_ns) / 1e9);
+    fflush(stdout);
+    ck_assert_str_eq(q0.transmission_id, q1.transmission_id);
+    ck_assert_int_eq(q1.retried_count, 0); /* the same attempt, not a retry */
+    ck_assert_str_eq(q0.body, q1.body);
+    json_t *d = wait_delivery(c, 1, "pk_hook_lease", "delivered", 1);
+    ck_assert_int_eq(json_int(json_array_get(json_object_get(d, "attempts"), 0), "http_status"),
+                     200);
+    json_decref(d);
+    cluster_free(c);
+    receiver_stop(rx);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *su = suite_create("cluster");
@@ -1128,13 +1166,15 @@ Suite *make_suite(void)
     tc = add_tcase(su, "stress_with_instance_killed", 900);
     tcase_add_test(tc,
                    test_stress_through_nginx_instance_killed_and_restarted_charged_at_most_once);
-    tc = add_tcase(su, "webhooks_over_instances", 120);
+    tc = add_tcase(su, "webhooks_over_instances", 180);
     tcase_add_test(tc, test_webhook_retry_after_500_sent_once_cluster_wide_with_three_dispatchers);
     tcase_add_test(tc, test_webhook_pending_on_a_sigkilled_instance_is_delivered_by_another);
     tcase_add_test(tc,
                    test_webhook_deliveries_listed_the_same_from_every_instance_resend_and_reset_shared);
     tcase_add_test(tc, test_webhook_receivers_put_on_one_instance_apply_on_all);
     tcase_add_test(tc, test_webhook_faults_over_instances_decided_as_on_one_instance_with_the_seed);
+    tcase_add_test(
+        tc, test_webhook_attempt_of_an_instance_killed_mid_attempt_is_made_again_after_its_lease);
     tc = add_timing_tcase(su, "redis_stopped", 120);
     tcase_add_test(tc,
                    test_redis_stopped_gives_503_naming_the_store_no_crash_and_back_within_1s);
