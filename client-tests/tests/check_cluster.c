@@ -1153,6 +1153,46 @@ START_TEST(test_webhook_attempt_of_an_instance_killed_mid_attempt_is_made_again_
 }
 END_TEST
 
+/* --webhook-max-pending bounds the cluster's pending deliveries: the oldest pending one,
+ * whichever instance filed it, is failed with the eviction note, counted on every instance. */
+START_TEST(test_webhook_max_pending_evicts_the_clusters_oldest_pending_delivery)
+{
+    struct receiver *rx = receiver_start(&RX(500), 1);
+    ck_assert(rx != NULL);
+    static const char *args[5];
+    args[0] = "--webhook-url";
+    args[1] = receiver_url(rx);
+    args[2] = "--webhook-max-pending";
+    args[3] = "2";
+    args[4] = NULL;
+    fg_cluster *c = cluster_start(args);
+    for (int i = 0; i < 3; i++) {
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_hook_evict_%d", i);
+        snprintf(oid, sizeof oid, "order_hook_evict_%d", i);
+        confirm_ok(c->inst[i], pk, oid);
+        /* each waits for its retry before the next is filed: the eviction order is known */
+        json_decref(wait_delivery(c, (i + 1) % CLUSTER_N, pk, "pending", 1));
+    }
+    for (int i = 0; i < CLUSTER_N; i++) {
+        json_t *d = wait_delivery(c, i, "pk_hook_evict_0", "failed", 1);
+        ck_assert_msg(json_str(d, "note") != NULL &&
+                      strstr(json_str(d, "note"), "--webhook-max-pending") != NULL,
+                      "instance %d: the evicted delivery's note: %s", i + 1,
+                      json_dumps(d, JSON_COMPACT));
+        json_decref(d);
+        json_decref(wait_delivery(c, i, "pk_hook_evict_2", "pending", 1));
+        ck_assert_msg(metric1(c->inst[i], "fakegate_webhook_pending", NULL, NULL) == 2.0 &&
+                      metric1(c->inst[i], "fakegate_webhook_evicted_total", NULL, NULL) == 1.0,
+                      "instance %d: pending %g, evicted %g; want the cluster's 2 and 1", i + 1,
+                      metric1(c->inst[i], "fakegate_webhook_pending", NULL, NULL),
+                      metric1(c->inst[i], "fakegate_webhook_evicted_total", NULL, NULL));
+    }
+    cluster_free(c);
+    receiver_stop(rx);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *su = suite_create("cluster");
@@ -1175,6 +1215,7 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_webhook_faults_over_instances_decided_as_on_one_instance_with_the_seed);
     tcase_add_test(
         tc, test_webhook_attempt_of_an_instance_killed_mid_attempt_is_made_again_after_its_lease);
+    tcase_add_test(tc, test_webhook_max_pending_evicts_the_clusters_oldest_pending_delivery);
     tc = add_timing_tcase(su, "redis_stopped", 120);
     tcase_add_test(tc,
                    test_redis_stopped_gives_503_naming_the_store_no_crash_and_back_within_1s);
