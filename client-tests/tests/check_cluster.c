@@ -5,10 +5,13 @@
  * another, and `attempts: [1]` fires once per identity cluster-wide; a stress run through nginx
  * with an instance SIGKILLed and restarted charges no paymentKey twice and leaves one ledger,
  * the same from every instance; Redis stopped gives 503s naming the store, no crash, and
- * service back within a second of its return. Each case starts its own cluster on a fresh
- * Redis. What is shared, and what is not yet (the journal and the report, the profile in
- * force): docs/cluster.md §11.1. Not in `make test`: it needs redis-server and nginx
- * (scripts/install-deps cluster). */
+ * service back within a second of its return; webhook deliveries come from one due-time queue
+ * in Redis: a retry after a 500 is sent once though three dispatchers look, a delivery pending
+ * on a SIGKILLed instance is sent by another, the journal, resend, reset and receivers are the
+ * same from every instance, and faults are drawn as on one instance. Each case starts its own
+ * cluster on a fresh Redis. What is shared, and what is not yet (the journal and the report,
+ * the profile in force): docs/cluster.md §11.1; the webhooks' queue: §11.6. Not in
+ * `make test`: it needs redis-server and nginx (scripts/install-deps cluster). */
 #define _GNU_SOURCE
 
 #include <check.h>
@@ -21,6 +24,7 @@
 #include <string.h>
 
 #include "check_main.h"
+#include "receiver.h"
 #include "testkit.h"
 
 #define RACE_THREADS 32
@@ -727,6 +731,468 @@ START_TEST(test_redis_stopped_gives_503_naming_the_store_no_crash_and_back_withi
 }
 END_TEST
 
+
+/* ---- webhook deliveries from the shared due-time queue (docs/cluster.md §11.6) ------------ */
+
+#define HOOK_WAIT_MS 15000
+#define RX(st) ((struct rx_answer){RX_STATUS, (st)})
+
+/* A cluster whose instances all have --webhook-url rx's. */
+static fg_cluster *hooked_cluster(const struct receiver *rx)
+{
+    static const char *args[3];
+    args[0] = "--webhook-url";
+    args[1] = receiver_url(rx);
+    args[2] = NULL;
+    return cluster_start(args);
+}
+
+/* Instance i's deliveries journal (filtered by `query`, or all): a new reference to its array. */
+static json_t *deliveries_of(const fg_cluster *c, int i, const char *query)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/__admin/webhooks/deliveries%s%s", query ? "?" : "",
+             query ? query : "");
+    json_t *root = admin_json(c->inst[i], path);
+    json_t *d = json_incref(json_object_get(root, "deliveries"));
+    json_decref(root);
+    ck_assert_msg(json_is_array(d), "instance %d: %s has no \"deliveries\" array", i + 1, path);
+    return d;
+}
+
+/* Attempts of delivery d that have ended (duration_ms set). */
+static size_t ended(const json_t *d)
+{
+    json_t *a = json_object_get(d, "attempts");
+    size_t n = 0;
+    for (size_t k = 0; k < json_array_size(a); k++)
+        if (json_is_number(json_object_get(json_array_get(a, k), "duration_ms")))
+            n++;
+    return n;
+}
+
+/* Poll instance i's journal until the only delivery of `pk` has `status` and `n` attempts, all
+ * ended; a new reference to it. */
+static json_t *wait_delivery(const fg_cluster *c, int i, const char *pk, const char *status,
+                             size_t n)
+{
+    char q[128];
+    snprintf(q, sizeof q, "paymentKey=%s", pk);
+    int64_t deadline = fg_now_ms() + HOOK_WAIT_MS;
+    for (;;) {
+        json_t *all = deliveries_of(c, i, q);
+        json_t *d = json_array_size(all) == 1 ? json_array_get(all, 0) : NULL;
+        if (d && json_is_str(d, "status", status) && ended(d) == n &&
+            json_array_size(json_object_get(d, "attempts")) == n) {
+            json_incref(d);
+            json_decref(all);
+            return d;
+        }
+        if (fg_now_ms() > deadline) {
+            char *t = json_dumps(all, JSON_COMPACT);
+            ck_abort_msg("instance %d: no delivery of %s %s with %zu ended attempts within %d "
+                         "ms: %.3000s", i + 1, pk, status, n, HOOK_WAIT_MS, t);
+        }
+        json_decref(all);
+        fg_pause_ms(POLL_MS / 5);
+    }
+}
+
+static void advance_clock(const fg_cluster *c, int i, double s)
+{
+    char body[64];
+    snprintf(body, sizeof body, "{\"advance_s\":%.3f}", s);
+    fg_response r;
+    admin_call(c->inst[i], "POST", "/__admin/clock", body, NULL, &r);
+    ck_assert_msg(r.status == 200, "instance %d: POST /__admin/clock: %ld %s", i + 1, r.status,
+                  r.body);
+    fg_response_fini(&r);
+}
+
+/* The receiver's request k: it must have arrived. */
+static struct rx_request request_at(struct receiver *rx, size_t k)
+{
+    struct rx_request q;
+    ck_assert_msg(receiver_get(rx, k, &q), "the receiver has %zu requests, not %zu",
+                  receiver_count(rx), k + 1);
+    return q;
+}
+
+static void confirm_ok(const fg_server *s, const char *pk, const char *oid)
+{
+    fg_response r;
+    confirm_fresh(s, pk, oid, 1000, NULL, 10000, &r);
+    assert_done(&r, pk, oid);
+    fg_response_fini(&r);
+}
+
+START_TEST(test_webhook_retry_after_500_sent_once_cluster_wide_with_three_dispatchers)
+{
+    const struct rx_answer script[] = {RX(500), RX(200)};
+    struct receiver *rx = receiver_start(script, 2);
+    ck_assert(rx != NULL);
+    fg_cluster *c = hooked_cluster(rx);
+    confirm_ok(c->inst[0], "pk_hook_retry", "order_hook_retry");
+
+    /* Attempt 1 failed: the delivery is pending in the store, seen so from every instance. */
+    for (int i = 0; i < CLUSTER_N; i++) {
+        json_t *d = wait_delivery(c, i, "pk_hook_retry", "pending", 1);
+        ck_assert_int_eq(json_int(json_array_get(json_object_get(d, "attempts"), 0),
+                                  "http_status"), 500);
+        ck_assert_msg(json_str(d, "next_attempt_at") != NULL,
+                      "instance %d: the pending delivery shows no next_attempt_at", i + 1);
+        json_decref(d);
+        ck_assert_msg(metric1(c->inst[i], "fakegate_webhook_pending", NULL, NULL) == 1.0,
+                      "instance %d: fakegate_webhook_pending is %g, the cluster has 1", i + 1,
+                      metric1(c->inst[i], "fakegate_webhook_pending", NULL, NULL));
+    }
+    ck_assert_uint_eq(receiver_count(rx), 1);
+
+    /* The retry falls due on the shared clock; all three dispatchers look for it. */
+    advance_clock(c, 1, 60);
+    for (int i = 0; i < CLUSTER_N; i++) {
+        json_t *d = wait_delivery(c, i, "pk_hook_retry", "delivered", 2);
+        json_t *a = json_object_get(d, "attempts");
+        ck_assert_int_eq(json_int(json_array_get(a, 1), "http_status"), 200);
+        ck_assert_int_eq(json_int(json_array_get(a, 1), "retried_count"), 1);
+        json_decref(d);
+    }
+    /* A fence: a later event, delivered after every dispatcher has polled past the retry, and
+     * the clock run through the whole schedule. A second send of the retry would be here. */
+    advance_clock(c, 2, 5461 * 60);
+    confirm_ok(c->inst[2], "pk_hook_fence", "order_hook_fence");
+    json_decref(wait_delivery(c, 0, "pk_hook_fence", "delivered", 1));
+    ck_assert_msg(receiver_wait(rx, 3, HOOK_WAIT_MS) == 3, "the fence's event did not arrive");
+    ck_assert_msg(receiver_count(rx) == 3, "the receiver got %zu requests: want the 500, the "
+                  "retry once and the fence", receiver_count(rx));
+    struct rx_request q0 = request_at(rx, 0), q1 = request_at(rx, 1);
+    ck_assert_str_eq(q0.transmission_id, q1.transmission_id);
+    ck_assert_int_eq(q0.retried_count, 0);
+    ck_assert_int_eq(q1.retried_count, 1);
+    ck_assert_str_eq(q0.body, q1.body);
+    for (int i = 0; i < CLUSTER_N; i++)
+        ck_assert_msg(metric1(c->inst[i], "fakegate_webhook_pending", NULL, NULL) == 0.0,
+                      "instance %d: deliveries still pending", i + 1);
+    cluster_free(c);
+    receiver_stop(rx);
+}
+END_TEST
+
+START_TEST(test_webhook_pending_on_a_sigkilled_instance_is_delivered_by_another)
+{
+    const struct rx_answer script[] = {RX(500), RX(200)};
+    struct receiver *rx = receiver_start(script, 2);
+    ck_assert(rx != NULL);
+    fg_cluster *c = hooked_cluster(rx);
+    confirm_ok(c->inst[0], "pk_hook_kill", "order_hook_kill");
+    json_decref(wait_delivery(c, 0, "pk_hook_kill", "pending", 1));
+
+    /* The instance whose confirm made the event dies with its retry 1 minute away. */
+    cluster_kill(c, 0);
+    int64_t t0 = fg_now_ns();
+    advance_clock(c, 1, 60);
+    ck_assert_msg(receiver_wait(rx, 2, HOOK_WAIT_MS) == 2,
+                  "the retry of a delivery filed by the killed instance never arrived (the "
+                  "receiver has %zu requests)", receiver_count(rx));
+    struct rx_request late = request_at(rx, 1);
+    printf("cluster webhooks: the retry of a delivery filed by the SIGKILLed instance arrived "
+           "%.1f ms after the clock step on another\n", (double)(late.arrived_ns - t0) / 1e6);
+    fflush(stdout);
+    for (int i = 1; i < CLUSTER_N; i++) {
+        json_t *d = wait_delivery(c, i, "pk_hook_kill", "delivered", 2);
+        json_decref(d);
+    }
+    struct rx_request q0 = request_at(rx, 0), q1 = request_at(rx, 1);
+    ck_assert_str_eq(q0.transmission_id, q1.transmission_id);
+    ck_assert_int_eq(q1.retried_count, 1);
+    ck_assert_str_eq(q0.body, q1.body);
+    ck_assert_uint_eq(receiver_count(rx), 2);
+    cluster_free(c);
+    receiver_stop(rx);
+}
+END_TEST
+
+START_TEST(test_webhook_deliveries_listed_the_same_from_every_instance_resend_and_reset_shared)
+{
+    struct receiver *rx = receiver_start(&RX(200), 1);
+    ck_assert(rx != NULL);
+    fg_cluster *c = hooked_cluster(rx);
+    char pk[CLUSTER_N][32];
+    for (int i = 0; i < CLUSTER_N; i++) {
+        char oid[32];
+        snprintf(pk[i], sizeof pk[i], "pk_hook_list_%d", i);
+        snprintf(oid, sizeof oid, "order_hook_list_%d", i);
+        confirm_ok(c->inst[i], pk[i], oid);
+    }
+    for (int i = 0; i < CLUSTER_N; i++)
+        json_decref(wait_delivery(c, (i + 1) % CLUSTER_N, pk[i], "delivered", 1));
+    json_t *list[CLUSTER_N];
+    for (int i = 0; i < CLUSTER_N; i++)
+        list[i] = deliveries_of(c, i, NULL);
+    ck_assert_uint_eq(json_array_size(list[0]), CLUSTER_N);
+    for (int i = 1; i < CLUSTER_N; i++) {
+        char *a = json_dumps(list[0], JSON_COMPACT), *b = json_dumps(list[i], JSON_COMPACT);
+        ck_assert_msg(json_equal(list[0], list[i]), "instance %d lists other deliveries than "
+                      "instance 1:\n%.2000s\n---\n%.2000s", i + 1, b, a);
+        free(a);
+        free(b);
+    }
+    /* Ids are the cluster's: one each, in filing order. */
+    uint64_t id0 = (uint64_t)json_int(json_array_get(list[0], 0), "id");
+    for (size_t k = 0; k < json_array_size(list[0]); k++)
+        ck_assert_int_eq(json_int(json_array_get(list[0], k), "id"), (long long)(id0 + k));
+
+    /* Instance 3 resends the delivery instance 1's confirm filed. */
+    char path[96];
+    snprintf(path, sizeof path, "/__admin/webhooks/deliveries/%llu/resend",
+             (unsigned long long)id0);
+    fg_response r;
+    admin_call(c->inst[2], "POST", path, "", NULL, &r);
+    ck_assert_msg(r.status == 200, "resend on instance 3: %ld %s", r.status, r.body);
+    fg_response_fini(&r);
+    ck_assert_msg(receiver_wait(rx, CLUSTER_N + 1, HOOK_WAIT_MS) == CLUSTER_N + 1,
+                  "the resend did not arrive");
+    json_decref(wait_delivery(c, 1, pk[0], "delivered", 2));
+    struct rx_request q = request_at(rx, CLUSTER_N);
+    ck_assert_int_eq(q.retried_count, 1);
+    ck_assert_str_eq(q.transmission_id, json_str(json_array_get(list[0], 0), "transmission_id"));
+
+    /* A reset on instance 2 drops them for everyone. */
+    admin_call(c->inst[1], "POST", "/__admin/reset", "", NULL, &r);
+    ck_assert_msg(r.status == 200, "reset: %ld %s", r.status, r.body);
+    fg_response_fini(&r);
+    for (int i = 0; i < CLUSTER_N; i++) {
+        json_t *d = deliveries_of(c, i, NULL);
+        ck_assert_msg(json_array_size(d) == 0, "instance %d lists %zu deliveries after a reset",
+                      i + 1, json_array_size(d));
+        json_decref(d);
+    }
+    for (int i = 0; i < CLUSTER_N; i++)
+        json_decref(list[i]);
+    cluster_free(c);
+    receiver_stop(rx);
+}
+END_TEST
+
+START_TEST(test_webhook_receivers_put_on_one_instance_apply_on_all)
+{
+    struct receiver *rx = receiver_start(&RX(200), 1);
+    ck_assert(rx != NULL);
+    fg_cluster *c = cluster_start(NULL);
+    char body[256];
+    snprintf(body, sizeof body, "{\"urls\":[\"%s\"],\"success\":\"2xx\"}", receiver_url(rx));
+    fg_response r;
+    admin_call(c->inst[0], "PUT", "/__admin/webhooks", body, NULL, &r);
+    ck_assert_msg(r.status == 200, "PUT /__admin/webhooks: %ld %s", r.status, r.body);
+    fg_response_fini(&r);
+    for (int i = 0; i < CLUSTER_N; i++) {
+        json_t *w = admin_json(c->inst[i], "/__admin/webhooks");
+        json_t *urls = json_object_get(w, "urls");
+        ck_assert_msg(json_array_size(urls) == 1 &&
+                      strcmp(json_string_value(json_array_get(urls, 0)), receiver_url(rx)) == 0 &&
+                      json_is_str(w, "success", "2xx"),
+                      "instance %d: GET /__admin/webhooks does not show the PUT on instance 1: "
+                      "%s", i + 1, json_dumps(w, JSON_COMPACT));
+        json_decref(w);
+    }
+    /* ... and an event on instance 3 (started with no --webhook-url) goes to it. */
+    confirm_ok(c->inst[2], "pk_hook_put", "order_hook_put");
+    ck_assert_msg(receiver_wait(rx, 1, HOOK_WAIT_MS) == 1,
+                  "instance 3 sent no event to the receivers PUT on instance 1");
+    json_decref(wait_delivery(c, 0, "pk_hook_put", "delivered", 1));
+    cluster_free(c);
+    receiver_stop(rx);
+}
+END_TEST
+
+/* The profile's webhook faults over the cluster: decided by (seed, paymentKey, event, receiver)
+ * as on one instance (docs/webhooks.md §6.5), so a cluster and a single in-memory instance
+ * with the same seed drop and duplicate the same events. */
+#define FAULT_N 24
+static const char hook_faults_profile[] =
+    "{'name':'cluster-hook-faults','seed':7,'routes':{'default':{'latency':{'dist':'fixed',"
+    "'ms':0}}},'webhooks':{'duplicate':{'p':0.3,'after':{'dist':'fixed','ms':50}},"
+    "'drop':{'p':0.3}}}";
+
+/* Per paymentKey pk_hook_f_NN: "dropped", "delivered" or "delivered+dup", from a journal in
+ * which nothing is pending any more (polled until so). */
+static void fault_outcomes(const fg_server *s, char out[FAULT_N][16])
+{
+    int64_t deadline = fg_now_ms() + HOOK_WAIT_MS;
+    json_t *all;
+    for (;;) {
+        json_t *root = admin_json(s, "/__admin/webhooks/deliveries");
+        all = json_incref(json_object_get(root, "deliveries"));
+        json_decref(root);
+        size_t pending = 0;
+        for (size_t k = 0; k < json_array_size(all); k++)
+            pending += json_is_str(json_array_get(all, k), "status", "pending");
+        if (pending == 0 && json_array_size(all) >= FAULT_N)
+            break;
+        ck_assert_msg(fg_now_ms() < deadline, "deliveries still pending after %d ms",
+                      HOOK_WAIT_MS);
+        json_decref(all);
+        fg_pause_ms(POLL_MS / 5);
+    }
+    for (int i = 0; i < FAULT_N; i++) {
+        char pk[32];
+        snprintf(pk, sizeof pk, "pk_hook_f_%02d", i);
+        int originals = 0, dups = 0;
+        const char *status = "none";
+        const char *tid = NULL;
+        for (size_t k = 0; k < json_array_size(all); k++) {
+            json_t *d = json_array_get(all, k);
+            if (strcmp(json_str(d, "payment_key"), pk) != 0)
+                continue;
+            if (json_is_null(json_object_get(d, "duplicate_of"))) {
+                originals++;
+                status = json_str(d, "status");
+                tid = json_str(d, "transmission_id");
+            } else {
+                dups++;
+                ck_assert_msg(tid != NULL && strcmp(tid, json_str(d, "transmission_id")) == 0,
+                              "%s: a duplicate under another transmission id", pk);
+            }
+        }
+        ck_assert_msg(originals == 1 && dups <= 1, "%s: %d originals, %d duplicates", pk,
+                      originals, dups);
+        snprintf(out[i], 16, "%s%s", status, dups ? "+dup" : "");
+    }
+    json_decref(all);
+}
+
+START_TEST(test_webhook_faults_over_instances_decided_as_on_one_instance_with_the_seed)
+{
+    struct receiver *rx = receiver_start(&RX(200), 1);
+    ck_assert(rx != NULL);
+    fg_cluster *c = hooked_cluster(rx);
+    char *profile = dq(hook_faults_profile);
+    cluster_put_profile(c, profile);
+    for (int i = 0; i < FAULT_N; i++) {
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_hook_f_%02d", i);
+        snprintf(oid, sizeof oid, "order_hook_f_%02d", i);
+        confirm_ok(c->inst[i % CLUSTER_N], pk, oid);
+    }
+    char in_cluster[FAULT_N][16], alone[FAULT_N][16];
+    fault_outcomes(c->inst[1], in_cluster);
+    size_t sent = 0;
+    int dropped = 0, duplicated = 0;
+    for (int i = 0; i < FAULT_N; i++) {
+        dropped += strcmp(in_cluster[i], "dropped") == 0;
+        duplicated += strstr(in_cluster[i], "+dup") != NULL;
+        sent += strcmp(in_cluster[i], "dropped") == 0 ? 0 : strstr(in_cluster[i], "+dup") ? 2 : 1;
+    }
+    ck_assert_msg(receiver_wait(rx, sent, HOOK_WAIT_MS) == sent && receiver_count(rx) == sent,
+                  "the receiver got %zu requests, the journal says %zu were delivered",
+                  receiver_count(rx), sent);
+    cluster_free(c);
+
+    struct receiver *rx1 = receiver_start(&RX(200), 1);
+    ck_assert(rx1 != NULL);
+    const char *args[] = {"--webhook-url", receiver_url(rx1), NULL};
+    fg_server *s = start_args(profile, args);
+    for (int i = 0; i < FAULT_N; i++) {
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_hook_f_%02d", i);
+        snprintf(oid, sizeof oid, "order_hook_f_%02d", i);
+        confirm_ok(s, pk, oid);
+    }
+    fault_outcomes(s, alone);
+    for (int i = 0; i < FAULT_N; i++)
+        ck_assert_msg(strcmp(in_cluster[i], alone[i]) == 0,
+                      "pk_hook_f_%02d: %s over the cluster, %s on one instance with the same "
+                      "seed", i, in_cluster[i], alone[i]);
+    printf("cluster webhooks: seed 7, %d events: %d dropped, %d duplicated, the same over three "
+           "instances as on one\n", FAULT_N, dropped, duplicated);
+    fflush(stdout);
+    ck_assert_msg(dropped > 0 && duplicated > 0, "%d dropped, %d duplicated", dropped,
+                  duplicated);
+    stop_server(s);
+    free(profile);
+    receiver_stop(rx1);
+    receiver_stop(rx);
+}
+END_TEST
+
+/* A claimer killed in the middle of an attempt: its lease (CWH_LEASE_MS, 15 s) runs out and
+ * another instance makes that attempt again. Instances 2 and 3 are down while instance 1
+ * files and claims, so the claimer is known. */
+#define LEASE_WAIT_MS 40000
+
+START_TEST(test_webhook_attempt_of_an_instance_killed_mid_attempt_is_made_again_after_its_lease)
+{
+    const struct rx_answer script[] = {{RX_HANG, 0}, RX(200)};
+    struct receiver *rx = receiver_start(script, 2);
+    ck_assert(rx != NULL);
+    fg_cluster *c = hooked_cluster(rx);
+    cluster_kill(c, 1);
+    cluster_kill(c, 2);
+    confirm_ok(c->inst[0], "pk_hook_lease", "order_hook_lease");
+    ck_assert_msg(receiver_wait(rx, 1, HOOK_WAIT_MS) == 1, "the first attempt never arrived");
+    cluster_restart(c, 1);
+    cluster_restart(c, 2);
+    cluster_kill(c, 0); /* with the attempt on the wire, its lease in Redis */
+    ck_assert_msg(receiver_wait(rx, 2, LEASE_WAIT_MS) == 2,
+                  "the attempt of the killed claimer was not made again within %d ms",
+                  LEASE_WAIT_MS);
+    struct rx_request q0 = request_at(rx, 0), q1 = request_at(rx, 1);
+    printf("cluster webhooks: an attempt whose claimer was SIGKILLed mid-attempt was made again "
+           "%.1f s after the first try (the lease is 15 s)\n",
+           (double)(q1.arrived_ns - q0.arrived_ns) / 1e9);
+    fflush(stdout);
+    ck_assert_str_eq(q0.transmission_id, q1.transmission_id);
+    ck_assert_int_eq(q1.retried_count, 0); /* the same attempt, not a retry */
+    ck_assert_str_eq(q0.body, q1.body);
+    json_t *d = wait_delivery(c, 1, "pk_hook_lease", "delivered", 1);
+    ck_assert_int_eq(json_int(json_array_get(json_object_get(d, "attempts"), 0), "http_status"),
+                     200);
+    json_decref(d);
+    cluster_free(c);
+    receiver_stop(rx);
+}
+END_TEST
+
+/* --webhook-max-pending bounds the cluster's pending deliveries: the oldest pending one,
+ * whichever instance filed it, is failed with the eviction note, counted on every instance. */
+START_TEST(test_webhook_max_pending_evicts_the_clusters_oldest_pending_delivery)
+{
+    struct receiver *rx = receiver_start(&RX(500), 1);
+    ck_assert(rx != NULL);
+    static const char *args[5];
+    args[0] = "--webhook-url";
+    args[1] = receiver_url(rx);
+    args[2] = "--webhook-max-pending";
+    args[3] = "2";
+    args[4] = NULL;
+    fg_cluster *c = cluster_start(args);
+    for (int i = 0; i < 3; i++) {
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_hook_evict_%d", i);
+        snprintf(oid, sizeof oid, "order_hook_evict_%d", i);
+        confirm_ok(c->inst[i], pk, oid);
+        /* each waits for its retry before the next is filed: the eviction order is known */
+        json_decref(wait_delivery(c, (i + 1) % CLUSTER_N, pk, "pending", 1));
+    }
+    for (int i = 0; i < CLUSTER_N; i++) {
+        json_t *d = wait_delivery(c, i, "pk_hook_evict_0", "failed", 1);
+        ck_assert_msg(json_str(d, "note") != NULL &&
+                      strstr(json_str(d, "note"), "--webhook-max-pending") != NULL,
+                      "instance %d: the evicted delivery's note: %s", i + 1,
+                      json_dumps(d, JSON_COMPACT));
+        json_decref(d);
+        json_decref(wait_delivery(c, i, "pk_hook_evict_2", "pending", 1));
+        ck_assert_msg(metric1(c->inst[i], "fakegate_webhook_pending", NULL, NULL) == 2.0 &&
+                      metric1(c->inst[i], "fakegate_webhook_evicted_total", NULL, NULL) == 1.0,
+                      "instance %d: pending %g, evicted %g; want the cluster's 2 and 1", i + 1,
+                      metric1(c->inst[i], "fakegate_webhook_pending", NULL, NULL),
+                      metric1(c->inst[i], "fakegate_webhook_evicted_total", NULL, NULL));
+    }
+    cluster_free(c);
+    receiver_stop(rx);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *su = suite_create("cluster");
@@ -740,6 +1206,16 @@ Suite *make_suite(void)
     tc = add_tcase(su, "stress_with_instance_killed", 900);
     tcase_add_test(tc,
                    test_stress_through_nginx_instance_killed_and_restarted_charged_at_most_once);
+    tc = add_tcase(su, "webhooks_over_instances", 180);
+    tcase_add_test(tc, test_webhook_retry_after_500_sent_once_cluster_wide_with_three_dispatchers);
+    tcase_add_test(tc, test_webhook_pending_on_a_sigkilled_instance_is_delivered_by_another);
+    tcase_add_test(tc,
+                   test_webhook_deliveries_listed_the_same_from_every_instance_resend_and_reset_shared);
+    tcase_add_test(tc, test_webhook_receivers_put_on_one_instance_apply_on_all);
+    tcase_add_test(tc, test_webhook_faults_over_instances_decided_as_on_one_instance_with_the_seed);
+    tcase_add_test(
+        tc, test_webhook_attempt_of_an_instance_killed_mid_attempt_is_made_again_after_its_lease);
+    tcase_add_test(tc, test_webhook_max_pending_evicts_the_clusters_oldest_pending_delivery);
     tc = add_timing_tcase(su, "redis_stopped", 120);
     tcase_add_test(tc,
                    test_redis_stopped_gives_503_naming_the_store_no_crash_and_back_within_1s);

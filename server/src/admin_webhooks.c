@@ -78,12 +78,28 @@ static const char *unknown_key(json_t *v, const char *const *known)
     return NULL;
 }
 
+/* 503 SERVICE_UNAVAILABLE naming the shared store the webhooks could not reach
+ * (docs/cluster.md §11.3), as a section that cannot reach it answers. */
+static enum handler_result store_down(struct gateway *g, struct request *r)
+{
+    char msg[400];
+    webhooks_store_message(g->webhooks, msg, sizeof msg);
+    request_error(r, "SERVICE_UNAVAILABLE", msg);
+    r->resp.internal = true;
+    r->obs.outcome = OUT_CAPPED;
+    r->obs.store_down = true;
+    return H_RESPOND;
+}
+
 static enum handler_result get_receivers(struct gateway *g, struct request *r,
                                          struct tenant *t)
 {
     struct buf b;
     buf_init(&b);
-    webhooks_render_receivers(g->webhooks, t, &b);
+    if (webhooks_render_receivers(g->webhooks, t, &b) != 0) {
+        buf_fini(&b);
+        return store_down(g, r);
+    }
     return admin_respond(r, 200, &b);
 }
 
@@ -129,6 +145,8 @@ static enum handler_result put_receivers(struct gateway *g, struct request *r,
     }
     int rc = webhooks_set_receivers(g->webhooks, t, list, n, two_xx);
     json_decref(v);
+    if (rc == -2)
+        return store_down(g, r);
     if (rc != 0) {
         request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
         return H_RESPOND;
@@ -188,8 +206,12 @@ enum handler_result admin_deliveries(struct gateway *g, struct request *r)
         f.order_id = values[1];
         struct buf b;
         buf_init(&b);
-        webhooks_render_deliveries(g->webhooks, &f, &b);
-        h = admin_respond(r, 200, &b);
+        if (webhooks_render_deliveries(g->webhooks, &f, &b) != 0) {
+            buf_fini(&b);
+            h = store_down(g, r);
+        } else {
+            h = admin_respond(r, 200, &b);
+        }
     }
     for (int i = 0; i < 4; i++)
         free(values[i]);
@@ -207,7 +229,12 @@ enum handler_result admin_delivery_resend(struct gateway *g, struct request *r)
     unsigned long long id = strtoull(s, &end, 10);
     struct buf b;
     buf_init(&b);
-    if (s[0] < '0' || s[0] > '9' || *end || errno || webhooks_resend(g->webhooks, t, id, &b) != 0) {
+    int rc = s[0] < '0' || s[0] > '9' || *end || errno ? -1 : webhooks_resend(g->webhooks, t, id, &b);
+    if (rc == -2) {
+        buf_fini(&b);
+        return store_down(g, r);
+    }
+    if (rc != 0) {
         buf_fini(&b);
         char msg[160];
         snprintf(msg, sizeof msg, "no webhook delivery %.40s (GET /__admin/webhooks/deliveries "

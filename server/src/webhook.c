@@ -26,6 +26,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "cluster.h"
 #include "gateway.h"
 #include "ledger.h"
 #include "render.h"
@@ -351,6 +352,8 @@ void wh_ensure_bodies(struct webhooks *w, struct event **ev, size_t n, struct bu
         size_t k = n - at < LOCK_CHUNK ? n - at : LOCK_CHUNK;
         char *body[LOCK_CHUNK];
         size_t len[LOCK_CHUNK];
+        for (size_t i = 0; i < k; i++)
+            body[i] = NULL; /* a section the shared store refused renders none */
         struct body_batch bb = {ev + at, k, body, len, scratch};
         gateway_tenant_txn(w->g, gateway_tenant_next(w->g, NULL), bodies_locked, &bb);
         pthread_mutex_lock(&w->lock);
@@ -366,6 +369,41 @@ void wh_ensure_bodies(struct webhooks *w, struct event **ev, size_t n, struct bu
         }
         pthread_mutex_unlock(&w->lock);
     }
+}
+
+/* drain_inbox with --store redis://: the batch's events of current ledgers get their bodies
+ * now (their payment is this replica's to render only while its generation holds), then are
+ * filed in Redis by the cluster's receiver lists, which any instance's dispatcher claims from.
+ * The inbox's references are dropped. No lock held. */
+static void file_cluster(struct webhooks *w, struct inbound *in, size_t n)
+{
+    struct event **ev = malloc(n * sizeof *ev);
+    size_t k = 0;
+    (void)cwh_refresh_receivers(w->cwh); /* down: the last lists, and the filing fails */
+    pthread_mutex_lock(&w->lock);
+    for (size_t i = 0; i < n; i++) {
+        struct event *e = in[i].ev;
+        /* No receiver, no body: rendering is a section on the shared store. */
+        if (ev && e->generation == tenant_generation(e->tenant) &&
+            cwh_receivers_of(w->cwh, tenant_key(e->tenant))->n > 0) {
+            in[k] = in[i];
+            ev[k++] = e;
+        } else {
+            wh_event_unref(e);
+        }
+    }
+    pthread_mutex_unlock(&w->lock);
+    if (k > 0) {
+        wh_ensure_bodies(w, ev, k, &w->scratch);
+        for (size_t i = 0; i < k; i++)
+            wh_file_event_cluster(w, ev[i], &in[i]);
+        atomic_store(&w->claim_now, true); /* the first attempts are due (or soon) */
+    }
+    pthread_mutex_lock(&w->lock);
+    for (size_t i = 0; i < k; i++)
+        wh_event_unref(ev[i]);
+    pthread_mutex_unlock(&w->lock);
+    free(ev);
 }
 
 /* Take the inbox's events once the batch is due; else *wait_ms (if smaller) is set to when it
@@ -405,6 +443,12 @@ static void drain_inbox(struct webhooks *w, int64_t *wait_ms)
     w->cap_inbox = w->cap_spare;
     w->n_inbox = 0;
     pthread_mutex_unlock(&w->inbox_lock);
+    if (w->cwh) {
+        file_cluster(w, in, n);
+        w->spare = in;
+        w->cap_spare = cap;
+        return;
+    }
     pthread_mutex_lock(&w->lock);
     for (size_t i = 0; i < n; i++) {
         struct event *e = in[i].ev;
@@ -529,6 +573,158 @@ static void end_transfer(struct webhooks *w, struct delivery *d)
     w->n_in_flight--;
 }
 
+/* ---- --store redis://: claimed deliveries ------------------------------------------------------ */
+
+/* Where delivery `id` is in w->all (id order), or where it would go. Lock held. */
+static size_t all_index(const struct webhooks *w, uint64_t id)
+{
+    size_t lo = 0, hi = w->n_all;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (w->all[mid]->id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void all_remove(struct webhooks *w, const struct delivery *d)
+{
+    size_t i = all_index(w, d->id);
+    if (i < w->n_all && w->all[i] == d) {
+        memmove(&w->all[i], &w->all[i + 1], (w->n_all - i - 1) * sizeof *w->all);
+        w->n_all--;
+    }
+}
+
+/* One attempt object as the deliveries journal shows an ended one. */
+static void render_attempt(struct buf *b, const struct attempt *a)
+{
+    char t[32];
+    fmt_kst(a->at_us, t);
+    buf_adds(b, "{\"at\":");
+    buf_add_json_strz(b, t);
+    buf_addf(b, ",\"retried_count\":%u,\"http_status\":", a->retried_count);
+    if (a->http_status)
+        buf_addf(b, "%d", a->http_status);
+    else
+        buf_adds(b, "null");
+    buf_adds(b, ",\"error\":");
+    if (a->error)
+        buf_add_json_strz(b, a->error);
+    else
+        buf_adds(b, "null");
+    buf_addf(b, ",\"duration_ms\":%.3f}", a->duration_ms);
+}
+
+/* attempt_done for a claimed delivery: the same rules (a success delivers; a failed resend of
+ * a finished delivery restores its status; a failed scheduled attempt is retried RETRY_MIN
+ * later on the gateway clock, the 8th fails it), recorded in Redis under the claim's lease;
+ * then the local copy goes (collect_done frees it). A record the store refused is not lost
+ * for good: the lease runs out and the attempt is made again. Lock held. */
+static void cluster_attempt_done(struct webhooks *w, struct delivery *d, bool ok)
+{
+    w->attempts_total[d->ev->type][ok ? RES_DELIVERED : RES_FAILED]++;
+    enum delivery_status st = DELIVERY_PENDING;
+    uint32_t n_sched = d->n_sched;
+    int64_t base = d->sched_base_us, due = -1;
+    if (ok) {
+        st = DELIVERY_DELIVERED;
+    } else if (d->cur_resend && d->before_resend != DELIVERY_PENDING) {
+        st = d->before_resend == DELIVERY_DELIVERED ? DELIVERY_DELIVERED : DELIVERY_FAILED;
+    } else if (!d->cur_resend) {
+        if (++n_sched >= MAX_ATTEMPTS) {
+            st = DELIVERY_FAILED;
+        } else {
+            base += RETRY_MIN[n_sched - 1] * 60 * 1000000;
+            due = base;
+        }
+    }
+    struct buf b;
+    buf_init(&b);
+    render_attempt(&b, &d->attempts[d->n_attempts - 1]);
+    if (!b.oom)
+        (void)cwh_complete(w->cwh, d->id, b.data, b.len, (int)st, n_sched, base, due);
+    buf_fini(&b);
+    all_remove(w, d);
+    wh_settle(w, d, st);
+    d->orphan = true; /* not listed: collect_done frees it */
+}
+
+/* A local copy of claim c to send (its url and body taken), or NULL on out of memory. */
+static struct delivery *claimed_delivery(struct cwh_claim *c)
+{
+    struct event *e = calloc(1, sizeof *e + 1);
+    struct delivery *d = e ? calloc(1, sizeof *d) : NULL;
+    struct attempt *a = d ? calloc(c->n_attempts + 1, sizeof *a) : NULL;
+    if (!a) {
+        free(d);
+        free(e);
+        return NULL;
+    }
+    e->refs = 1;
+    e->type = c->event_type == EV_DEPOSIT_CALLBACK ? EV_DEPOSIT_CALLBACK
+                                                   : EV_PAYMENT_STATUS_CHANGED;
+    e->payment_key = e->order_id = (char *)(e + 1); /* "": the store has them */
+    e->body = c->body;
+    e->body_len = c->body_len;
+    c->body = NULL;
+    d->id = c->id;
+    d->ev = e;
+    d->url = c->url;
+    c->url = NULL;
+    d->success_2xx = c->success_2xx;
+    memcpy(d->transmission_id, c->transmission_id, sizeof d->transmission_id);
+    d->n_sched = c->n_sched;
+    d->sched_base_us = c->sched_base_us;
+    d->attempts = a;
+    d->n_attempts = c->n_attempts;
+    d->cap_attempts = c->n_attempts + 1;
+    return d;
+}
+
+/* Claim what is due in the store while there is room on the wire, and start each: every
+ * CWH_POLL_MS, or at once after a filing, a clock step or a resend. Lock held. */
+static void claim_cluster(struct webhooks *w)
+{
+    int64_t now = now_mono_ns();
+    if (!atomic_exchange(&w->claim_now, false) && now < w->claim_next_ns)
+        return;
+    w->claim_next_ns = now + CWH_POLL_MS * NS_PER_MS;
+    if (w->n_in_flight >= MAX_IN_FLIGHT)
+        return;
+    struct cwh_claim *c;
+    size_t n;
+    if (cwh_claim(w->cwh, now_unix_us(), gateway_now_us(w->g),
+                  MAX_IN_FLIGHT - w->n_in_flight, &c, &n) != 0)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        size_t at = all_index(w, c[i].id);
+        if (at < w->n_all && w->all[at]->id == c[i].id)
+            continue; /* sending it already (a lease that ran out on a live claimer) */
+        struct delivery *d = claimed_delivery(&c[i]);
+        if (!d || !wh_grow((void **)&w->all, &w->cap_all, w->n_all + 1, sizeof *w->all)) {
+            if (d)
+                wh_delivery_free(d);
+            continue; /* out of memory: its lease runs out and it comes back */
+        }
+        memmove(&w->all[at + 1], &w->all[at], (w->n_all - at) * sizeof *w->all);
+        w->all[at] = d;
+        w->n_all++;
+        wh_pending_add(w, d);
+        start_attempt(w, d, c[i].resend);
+        if (!d->in_flight) {
+            all_remove(w, d);
+            wh_settle(w, d, DELIVERY_FAILED);
+            wh_delivery_free(d);
+            continue;
+        }
+        d->before_resend = (enum delivery_status)c[i].before;
+    }
+    cwh_claims_free(c, n);
+}
+
 /* The attempt of d ended with `code`: record it, then deliver, retry or fail. Lock held. */
 static void attempt_done(struct webhooks *w, struct delivery *d, CURLcode code)
 {
@@ -550,6 +746,10 @@ static void attempt_done(struct webhooks *w, struct delivery *d, CURLcode code)
     end_transfer(w, d);
     if (d->orphan)
         return; /* freed by the caller */
+    if (w->cwh) {
+        cluster_attempt_done(w, d, ok);
+        return;
+    }
     w->attempts_total[d->ev->type][ok ? RES_DELIVERED : RES_FAILED]++;
     bool resend = d->cur_resend;
     if (d->status != DELIVERY_PENDING) {
@@ -755,6 +955,11 @@ static void *dispatch_main(void *arg)
         pthread_mutex_lock(&w->lock);
         start_due(w);
         int wait_ms = w->n_need > 0 ? 0 : next_wait_ms(w);
+        if (w->cwh) {
+            claim_cluster(w);
+            if (wait_ms > CWH_POLL_MS)
+                wait_ms = CWH_POLL_MS;
+        }
         pthread_mutex_unlock(&w->lock);
         render_needed(w);
         if (inbox_wait < wait_ms)
@@ -800,6 +1005,22 @@ struct webhooks *webhooks_start(struct gateway *g, const char *const *urls, size
     pthread_mutex_init(&w->lock, NULL);
     buf_init(&w->scratch);
     wh_set_receivers_locked(w, &w->server, urls, n_urls, false);
+    if (g->cluster) {
+        /* The cluster's lists decide who gets an event, so every event is noted. */
+        if (!(w->cwh = cwh_new(cluster_url_text(g->cluster), g->instance_id, err)) ||
+            cwh_seed_receivers(w->cwh, urls, n_urls) != 0) {
+            if (w->cwh)
+                cwh_message(w->cwh, err, ERR_LEN);
+            cwh_free(w->cwh);
+            wh_receivers_clear(&w->server);
+            curl_multi_cleanup(w->multi);
+            close(w->epfd);
+            close(w->wakefd);
+            free(w);
+            return NULL;
+        }
+        atomic_store(&w->n_receivers, (size_t)1);
+    }
     if (gateway_subscribe(g, on_payment_event, w) != 0 ||
         pthread_create(&w->thread, NULL, dispatch_main, w) != 0) {
         snprintf(err, ERR_LEN, "webhooks: cannot start the delivery thread");
@@ -820,7 +1041,7 @@ void webhooks_stop(struct webhooks *w)
     atomic_store(&w->stop, true);
     wh_wake(w);
     pthread_join(w->thread, NULL);
-    if (w->n_pending > 0 && !w->quiet)
+    if (w->n_pending > 0 && !w->quiet && !w->cwh) /* claimed ones come back to the cluster */
         fprintf(stderr, "fakegate: %zu webhook deliver%s pending at exit: abandoned\n",
                 w->n_pending, w->n_pending == 1 ? "y" : "ies");
     for (size_t i = 0; i < w->n_orphans; i++) {
@@ -856,6 +1077,7 @@ void webhooks_stop(struct webhooks *w)
     free(w->biz.t);
     free(w->resends);
     free(w->orphans);
+    cwh_free(w->cwh);
     pthread_mutex_destroy(&w->lock);
     pthread_mutex_destroy(&w->inbox_lock);
     w->g->webhooks = NULL;
@@ -864,5 +1086,6 @@ void webhooks_stop(struct webhooks *w)
 
 void webhooks_wake(struct webhooks *w)
 {
+    atomic_store(&w->claim_now, true);
     wh_wake(w);
 }

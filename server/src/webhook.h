@@ -9,7 +9,9 @@
  * Threads and locks: events arrive from the store (under the store lock) into an inbox behind a
  * leaf lock; the dispatcher thread renders them under the store lock, then files deliveries
  * under the webhooks lock. Admin calls take the webhooks lock only. Nothing takes the store lock
- * while holding the webhooks lock, and no call here waits on a receiver. */
+ * while holding the webhooks lock, and no call here waits on a receiver. With --store
+ * redis:// receivers and deliveries are the cluster's, in Redis (cluster_webhooks.h): each
+ * instance files the deliveries of its own events there and claims due ones from there. */
 #ifndef FAKEGATE_WEBHOOK_H
 #define FAKEGATE_WEBHOOK_H
 
@@ -50,24 +52,28 @@ struct webhooks *webhooks_start(struct gateway *g, const char *const *urls, size
  * free everything. Never waits on a receiver. NULL is allowed. Thread: main. */
 void webhooks_stop(struct webhooks *w);
 
-/* Wake the dispatcher to look at its timers now (the gateway clock moved). Thread: any. */
+/* Wake the dispatcher to look at its timers now (the gateway clock moved); with --store
+ * redis:// it looks for due deliveries in the store at once, too. Thread: any. */
 void webhooks_wake(struct webhooks *w);
 
 /* POST /__admin/reset: drop the pending deliveries and the journal of deliveries of events
  * from ledgers a reset has emptied -- every tenant's (t NULL; the counters restart too) or
- * tenant t's. Thread: any. */
+ * tenant t's; with --store redis:// the cluster's deliveries of every tenant or of t. Thread:
+ * any. */
 void webhooks_reset(struct webhooks *w, const struct tenant *t);
 
 /* PUT /__admin/webhooks: replace the receivers -- the server's (t NULL), or tenant t's own,
  * which its events go to instead of the server's from now on -- with `n` URLs (checked by the
  * caller) and the success rule (`success_2xx`: any 2xx; else exactly 200). Deliveries already
- * filed keep their receiver. 0, or -1 on out of memory. Thread: any. */
+ * filed keep their receiver. With --store redis:// the lists are the cluster's (every instance
+ * files by them from its next batch on). 0, -1 on out of memory, -2 the store is down
+ * (webhooks_store_message says why). Thread: any. */
 int webhooks_set_receivers(struct webhooks *w, const struct tenant *t,
                            const char *const *urls, size_t n, bool success_2xx);
 
 /* {"urls": [...], "success": "200" | "2xx"} into b: the server's, or (t) the receivers of t's
- * events, with "own": whether they are its own. Thread: any. */
-void webhooks_render_receivers(struct webhooks *w, const struct tenant *t, struct buf *b);
+ * events, with "own": whether they are its own. 0, or -2 the store is down. Thread: any. */
+int webhooks_render_receivers(struct webhooks *w, const struct tenant *t, struct buf *b);
 
 /* GET /__admin/webhooks/deliveries filters; NULL / -1 / 0 = not filtered. */
 struct delivery_filter {
@@ -83,19 +89,27 @@ enum delivery_status { DELIVERY_PENDING = 0, DELIVERY_DELIVERED, DELIVERY_FAILED
 /* "pending", "delivered", "failed", "dropped" → 0..3, or -1. */
 int delivery_status_parse(const char *s);
 
-/* {"deliveries": [...]} oldest first (docs/webhooks.md §6.4), matching `f`. Thread: any. */
-void webhooks_render_deliveries(struct webhooks *w, const struct delivery_filter *f,
-                                struct buf *b);
+/* {"deliveries": [...]} oldest first (docs/webhooks.md §6.4), matching `f`: this process's
+ * journal, or with --store redis:// the cluster's (docs/cluster.md §11.6). 0, or -2 the store
+ * is down. Thread: any. */
+int webhooks_render_deliveries(struct webhooks *w, const struct delivery_filter *f,
+                               struct buf *b);
 
 /* POST /__admin/webhooks/deliveries/{id}/resend: send delivery `id` again now (the same
  * transmission id and body, retried-count one more than its last attempt's), after the attempt
  * in flight if there is one (each resend asked for is one attempt). Renders the delivery into
  * b and returns 0, or -1 when no delivery has that id (never filed, dropped by a reset or the
- * journal's bound, or -- t not NULL -- another tenant's). Thread: any. */
+ * journal's bound, or -- t not NULL -- another tenant's), -2 the store is down. With
+ * --store redis:// the attempt is sent by whichever instance claims it first. Thread: any. */
 int webhooks_resend(struct webhooks *w, const struct tenant *t, uint64_t id, struct buf *b);
 
-/* The webhook families for /metrics: fakegate_webhook_attempts_total{event_type,result},
- * fakegate_webhook_pending, fakegate_webhook_evicted_total. Thread: any. */
+/* The webhook families for /metrics: fakegate_webhook_attempts_total{event_type,result} (this
+ * process's attempts), fakegate_webhook_pending and fakegate_webhook_evicted_total (with
+ * --store redis:// the cluster's; NaN while it is down). Thread: any. */
 void webhooks_render_metrics(struct webhooks *w, struct buf *b);
+
+/* Why the last call answered -2: "fakegate store redis://HOST:PORT/DB unreachable: WHY", into
+ * out (n bytes), for a 503. Thread: any. */
+void webhooks_store_message(struct webhooks *w, char *out, size_t n);
 
 #endif

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "cluster_webhooks.h"
 #include "ledger.h"
 #include "webhook.h"
 
@@ -149,6 +150,13 @@ struct webhooks {
     size_t n_in_flight;
     uint64_t attempts_total[EV_TYPES][4]; /* [type][delivered, failed, dropped, duplicated] */
     uint64_t evicted_total;
+
+    /* --store redis:// (cluster_webhooks.h): receivers and deliveries live in Redis; `all` and
+     * the pending list then hold only the attempts this instance has claimed and is sending,
+     * and the heaps and `resends` stay empty. NULL in memory. */
+    struct cwh *cwh;
+    int64_t claim_next_ns;       /* the dispatcher's: when it looks for due deliveries next */
+    _Atomic bool claim_now;      /* look at once (the clock moved, a resend was asked for) */
 };
 
 enum { RES_DELIVERED = 0, RES_FAILED, RES_DROPPED, RES_DUPLICATED };
@@ -162,6 +170,8 @@ void wh_wake(struct webhooks *w);
 void wh_ensure_bodies(struct webhooks *w, struct event **ev, size_t n, struct buf *scratch);
 
 /* webhook_journal.c */
+void wh_transmission_id(uint64_t salt, uint64_t n, char out[35]);
+void wh_file_event_cluster(struct webhooks *w, struct event *e, const struct inbound *in);
 struct delivery *wh_find(struct webhooks *w, uint64_t id);
 void wh_event_unref(struct event *e);
 void wh_delivery_free(struct delivery *d);

@@ -109,7 +109,7 @@ static void trim(struct webhooks *w)
 
 /* ---- filing deliveries ----------------------------------------------------------------------- */
 
-static void transmission_id(uint64_t salt, uint64_t n, char out[35])
+void wh_transmission_id(uint64_t salt, uint64_t n, char out[35])
 {
     static const char b32[] = "abcdefghijklmnopqrstuvwxyz234567";
     uint64_t st = salt ^ mix64(n);
@@ -194,7 +194,7 @@ void wh_file_event(struct webhooks *w, struct event *e, const struct inbound *in
         double u = rng_uniform01(&rng);
         const struct webhook_faults *f = in->faults;
         char tid[35];
-        transmission_id(salt, n_event * WEBHOOK_MAX_RECEIVERS + i, tid);
+        wh_transmission_id(salt, n_event * WEBHOOK_MAX_RECEIVERS + i, tid);
         struct delivery *d = file_one(w, e, rx, rx->urls[i], tid, 0);
         if (!d)
             continue;
@@ -224,6 +224,108 @@ void wh_file_event(struct webhooks *w, struct event *e, const struct inbound *in
         }
     }
     trim(w);
+}
+
+/* The listing's fields of a delivery after its id, for the shared journal: "url":...,
+ * "event_type":...,"transmission_id":...,"tenant":...,"payment_key":...,"order_id":...,
+ * "transaction_key":... (as render_delivery writes them). */
+static void cluster_meta(struct buf *b, const struct event *e, const char *url, const char *tid)
+{
+    buf_adds(b, "\"url\":");
+    buf_add_json_strz(b, url);
+    buf_adds(b, ",\"event_type\":\"");
+    buf_adds(b, EVENT_TYPE_NAMES[e->type]);
+    buf_adds(b, "\",\"transmission_id\":\"");
+    buf_adds(b, tid);
+    buf_adds(b, "\",\"tenant\":");
+    const char *key = tenant_key(e->tenant);
+    if (key)
+        buf_add_json_strz(b, key);
+    else
+        buf_adds(b, "null");
+    buf_adds(b, ",\"payment_key\":");
+    buf_add_json_strz(b, e->payment_key);
+    buf_adds(b, ",\"order_id\":");
+    buf_add_json_strz(b, e->order_id);
+    buf_adds(b, ",\"transaction_key\":");
+    if (e->tx_key[0])
+        buf_add_json_strz(b, e->tx_key);
+    else
+        buf_adds(b, "null");
+}
+
+/* wh_file_event for --store redis://: one delivery per receiver of the cluster's lists, filed
+ * in Redis with its fault drawn exactly as wh_file_event draws it (the same seed, paymentKey,
+ * event number and receiver give the same drop, duplicate, delay and after on every instance),
+ * due on the real clock. `e` has its body (wh_ensure_bodies) or is skipped: its ledger went in
+ * a reset. The dispatcher's; no lock held (the counters take the webhooks lock). */
+void wh_file_event_cluster(struct webhooks *w, struct event *e, const struct inbound *in)
+{
+    if (!e->body)
+        return;
+    const char *key = tenant_key(e->tenant);
+    const struct cwh_receivers *rx = cwh_receivers_of(w->cwh, key);
+    uint64_t salt = mix64(w->g->instance_id ^ 0x77686b73u);
+    pthread_mutex_lock(&w->lock);
+    uint64_t n_event = w->next_event++;
+    pthread_mutex_unlock(&w->lock);
+    struct buf meta;
+    buf_init(&meta);
+    for (size_t i = 0; i < rx->n; i++) {
+        struct rng rng;
+        rng_seed_request(&rng, in->seed,
+                         RNG_ROUTE_WEBHOOK + (int)(e->type * WEBHOOK_MAX_RECEIVERS + i),
+                         e->payment_key, strlen(e->payment_key), in->seq);
+        double u = rng_uniform01(&rng);
+        const struct webhook_faults *f = in->faults;
+        char tid[35];
+        wh_transmission_id(salt, n_event * WEBHOOK_MAX_RECEIVERS + i, tid);
+        meta.len = 0;
+        cluster_meta(&meta, e, rx->urls[i], tid);
+        if (meta.oom) {
+            meta.oom = false;
+            continue;
+        }
+        struct cwh_filing d = {
+            .url = rx->urls[i],
+            .success_2xx = rx->success_2xx,
+            .transmission_id = tid,
+            .event_type = (int)e->type,
+            .tenant_key = key,
+            .payment_key = e->payment_key,
+            .order_id = e->order_id,
+            .meta = meta.data,
+            .body = e->body,
+            .body_len = e->body_len,
+            .due_unix_us = now_unix_us(),
+        };
+        int result = -1;
+        if (f && u < f->drop_p) {
+            d.dropped = true;
+            if (cwh_file(w->cwh, &d, w->max_pending, WEBHOOK_JOURNAL))
+                result = RES_DROPPED;
+        } else {
+            bool dup = f && u < f->drop_p + f->duplicate_p;
+            double delay_ms = f ? latency_sample_ms(&f->delay, &rng) : 0;
+            double after_ms = dup ? latency_sample_ms(&f->duplicate_after, &rng) : 0;
+            d.due_unix_us += (int64_t)(delay_ms * 1000);
+            uint64_t id = cwh_file(w->cwh, &d, w->max_pending, WEBHOOK_JOURNAL);
+            if (id && dup) {
+                d.duplicate_of = id;
+                d.due_unix_us += (int64_t)(after_ms * 1000);
+                if (cwh_file(w->cwh, &d, w->max_pending, WEBHOOK_JOURNAL))
+                    result = RES_DUPLICATED;
+            }
+        }
+        /* A filing the store refused is lost, as an event is on out of memory: its change
+         * answered already. */
+        if (result >= 0) {
+            pthread_mutex_lock(&w->lock);
+            w->attempts_total[e->type][result]++;
+            pthread_mutex_unlock(&w->lock);
+        }
+    }
+    buf_fini(&meta);
 }
 
 /* ---- the interface --------------------------------------------------------------------------- */
@@ -336,6 +438,15 @@ void webhooks_reset(struct webhooks *w, const struct tenant *t)
     w->n_inbox = keep;
     pthread_mutex_unlock(&w->inbox_lock);
 
+    if (w->cwh) { /* the cluster's deliveries; claimed ones find their lease gone */
+        cwh_reset(w->cwh, t == NULL, t ? tenant_key(t) : NULL);
+        if (!t) {
+            pthread_mutex_lock(&w->lock);
+            memset(w->attempts_total, 0, sizeof w->attempts_total);
+            pthread_mutex_unlock(&w->lock);
+        }
+        return;
+    }
     pthread_mutex_lock(&w->lock);
     keep = 0;
     for (size_t i = 0; i < w->n_all; i++) {
@@ -370,6 +481,9 @@ void webhooks_reset(struct webhooks *w, const struct tenant *t)
 int webhooks_set_receivers(struct webhooks *w, const struct tenant *t,
                            const char *const *urls, size_t n, bool success_2xx)
 {
+    if (w->cwh)
+        return cwh_set_receivers(w->cwh, t == NULL, t ? tenant_key(t) : NULL, urls, n,
+                                 success_2xx) == 0 ? 0 : -2;
     pthread_mutex_lock(&w->lock);
     struct receivers *rx = receivers_of(w, t, true);
     if (rx)
@@ -378,8 +492,33 @@ int webhooks_set_receivers(struct webhooks *w, const struct tenant *t,
     return rx ? 0 : -1;
 }
 
-void webhooks_render_receivers(struct webhooks *w, const struct tenant *t, struct buf *b)
+/* webhooks_render_receivers of the cluster's lists. */
+static int render_receivers_cluster(struct webhooks *w, const struct tenant *t, struct buf *b)
 {
+    struct cwh_receivers rx;
+    bool own = false;
+    if (cwh_get_receivers(w->cwh, t == NULL, t ? tenant_key(t) : NULL, &rx, &own) != 0)
+        return -2;
+    buf_adds(b, "{\"urls\":[");
+    for (size_t i = 0; i < rx.n; i++) {
+        if (i)
+            buf_addc(b, ',');
+        buf_add_json_strz(b, rx.urls[i]);
+    }
+    buf_adds(b, "],\"success\":");
+    buf_adds(b, rx.success_2xx ? "\"2xx\"" : "\"200\"");
+    if (t)
+        buf_adds(b, own ? ",\"own\":true}" : ",\"own\":false}");
+    else
+        buf_addc(b, '}');
+    cwh_receivers_clear(&rx);
+    return 0;
+}
+
+int webhooks_render_receivers(struct webhooks *w, const struct tenant *t, struct buf *b)
+{
+    if (w->cwh)
+        return render_receivers_cluster(w, t, b);
     pthread_mutex_lock(&w->lock);
     const struct receivers *rx = receivers_of(w, t, false);
     buf_adds(b, "{\"urls\":[");
@@ -395,6 +534,7 @@ void webhooks_render_receivers(struct webhooks *w, const struct tenant *t, struc
     else
         buf_addc(b, '}');
     pthread_mutex_unlock(&w->lock);
+    return 0;
 }
 
 static void add_time(struct buf *b, int64_t us)
@@ -539,9 +679,14 @@ static void render_missing(struct webhooks *w, struct event **ev, size_t n)
     free(ev);
 }
 
-void webhooks_render_deliveries(struct webhooks *w, const struct delivery_filter *f,
-                                struct buf *b)
+int webhooks_render_deliveries(struct webhooks *w, const struct delivery_filter *f,
+                               struct buf *b)
 {
+    if (w->cwh)
+        return cwh_render_deliveries(w->cwh, f->tenant != NULL,
+                                     f->tenant ? tenant_key(f->tenant) : NULL, f->payment_key,
+                                     f->order_id, f->status, f->limit, gateway_now_us(w->g), b)
+                       == 0 ? 0 : -2;
     /* Bodies are rendered lazily (a dropped delivery's only here), and outside the webhooks
      * lock; so the listing is written in the same lock section that found none of its
      * deliveries without a body. It shows the journal as of its start: a delivery filed while
@@ -570,10 +715,20 @@ void webhooks_render_deliveries(struct webhooks *w, const struct delivery_filter
     }
     buf_adds(b, "]}");
     pthread_mutex_unlock(&w->lock);
+    return 0;
 }
 
 int webhooks_resend(struct webhooks *w, const struct tenant *t, uint64_t id, struct buf *b)
 {
+    if (w->cwh) {
+        int rc = cwh_resend(w->cwh, t != NULL, t ? tenant_key(t) : NULL, id,
+                            gateway_now_us(w->g), b);
+        if (rc == 0) {
+            atomic_store(&w->claim_now, true);
+            wh_wake(w);
+        }
+        return rc;
+    }
     pthread_mutex_lock(&w->lock);
     struct delivery *d;
     /* Its body first, as in webhooks_render_deliveries (and for the same reason). */
@@ -601,8 +756,18 @@ int webhooks_resend(struct webhooks *w, const struct tenant *t, uint64_t id, str
     return ok ? 0 : -1;
 }
 
+void webhooks_store_message(struct webhooks *w, char *out, size_t n)
+{
+    if (w->cwh)
+        cwh_message(w->cwh, out, n);
+    else
+        snprintf(out, n, "the webhook store is this process's memory");
+}
+
 void webhooks_render_metrics(struct webhooks *w, struct buf *b)
 {
+    uint64_t c_pending = 0, c_evicted = 0;
+    bool c_up = w->cwh && cwh_counts(w->cwh, &c_pending, &c_evicted) == 0;
     pthread_mutex_lock(&w->lock);
     buf_adds(b, "# HELP fakegate_webhook_attempts_total Webhook delivery attempts by result "
                 "(delivered, failed), events never sent (dropped) and duplicates filed "
@@ -612,11 +777,22 @@ void webhooks_render_metrics(struct webhooks *w, struct buf *b)
             buf_addf(b, "fakegate_webhook_attempts_total{event_type=\"%s\",result=\"%s\"} %llu\n",
                      EVENT_TYPE_NAMES[t], RESULT_NAMES[r],
                      (unsigned long long)w->attempts_total[t][r]);
-    buf_addf(b, "# HELP fakegate_webhook_pending Webhook deliveries waiting for an attempt or "
-                "its answer.\n# TYPE fakegate_webhook_pending gauge\nfakegate_webhook_pending "
-                "%zu\n", w->n_pending);
-    buf_addf(b, "# HELP fakegate_webhook_evicted_total Pending deliveries failed to stay under "
+    buf_adds(b, "# HELP fakegate_webhook_pending Webhook deliveries waiting for an attempt or "
+                "its answer.\n# TYPE fakegate_webhook_pending gauge\nfakegate_webhook_pending ");
+    if (!w->cwh)
+        buf_addf(b, "%zu\n", w->n_pending);
+    else if (c_up) /* the cluster's (docs/cluster.md §11.6) */
+        buf_addf(b, "%llu\n", (unsigned long long)c_pending);
+    else
+        buf_adds(b, "NaN\n"); /* the store is down: unknown, not this instance's share */
+    buf_adds(b, "# HELP fakegate_webhook_evicted_total Pending deliveries failed to stay under "
                 "--webhook-max-pending.\n# TYPE fakegate_webhook_evicted_total counter\n"
-                "fakegate_webhook_evicted_total %llu\n", (unsigned long long)w->evicted_total);
+                "fakegate_webhook_evicted_total ");
+    if (!w->cwh)
+        buf_addf(b, "%llu\n", (unsigned long long)w->evicted_total);
+    else if (c_up)
+        buf_addf(b, "%llu\n", (unsigned long long)c_evicted);
+    else
+        buf_adds(b, "NaN\n");
     pthread_mutex_unlock(&w->lock);
 }
