@@ -4,10 +4,12 @@
  * bytes from every instance and one charge; a response lost on one instance is replayed by
  * another, and `attempts: [1]` fires once per identity cluster-wide; a stress run through nginx
  * with an instance SIGKILLed and restarted charges no paymentKey twice and leaves one ledger,
- * the same from every instance; Redis stopped gives 503s naming the store, no crash, and
- * service back within a second of its return. Each case starts its own cluster on a fresh
- * Redis. What is shared, and what is not yet (the journal and the report, the profile in
- * force): docs/cluster.md §11.1. Not in `make test`: it needs redis-server and nginx
+ * the same from every instance, and one report, complete and the same from every instance,
+ * judging every request answered; every instance lists every instance's requests, each naming
+ * its instance, and a 400 resent to another instance is found in every instance's report;
+ * Redis stopped gives 503s naming the store, no crash, and service back within a second of its
+ * return. Each case starts its own cluster on a fresh Redis. What is shared, and what is not
+ * yet (metrics, the profile in force): docs/cluster.md §11.1. Not in `make test`: it needs redis-server and nginx
  * (scripts/install-deps cluster). */
 #define _GNU_SOURCE
 

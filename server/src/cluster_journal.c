@@ -281,6 +281,40 @@ void cluster_journal_stop(struct cluster_journal *cj)
 
 /* --- entries as the stream holds them --------------------------------------------------------- */
 
+/* Is s valid UTF-8 as JSON parsers take it (no overlong forms, no surrogates, <= U+10FFFF)? */
+static bool utf8_valid(const unsigned char *s)
+{
+    while (*s) {
+        unsigned c = *s;
+        size_t n = c < 0x80 ? 0 : c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2
+                 : c >= 0xf0 && c <= 0xf4 ? 3 : 9;
+        if (n == 9)
+            return false;
+        for (size_t i = 1; i <= n; i++)
+            if ((s[i] & 0xc0) != 0x80)
+                return false;
+        if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f) ||
+            (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] > 0x8f))
+            return false;
+        s += n + 1;
+    }
+    return true;
+}
+
+/* A string field: a JSON string, or {"x":"<hex>"} for bytes that are not UTF-8, so they read
+ * back as the bytes received (the journal shows them as \xNN). */
+static void add_bytes(struct buf *b, const char *s)
+{
+    if (!s || utf8_valid((const unsigned char *)s)) {
+        buf_add_json_strz(b, s);
+        return;
+    }
+    buf_adds(b, "{\"x\":\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        buf_addf(b, "%02x", *p);
+    buf_adds(b, "\"}");
+}
+
 /* e as one JSON object: times as the wall clock of its arrival (µs) and offsets from it (ns),
  * so entries of several instances replay on one time line. */
 static void encode(const struct cluster_journal *cj, const struct journal_entry *e,
@@ -292,13 +326,13 @@ static void encode(const struct cluster_journal *cj, const struct journal_entry 
              (long long)e->arrived_unix_us);
     buf_add_json_strz(b, e->method);
     buf_adds(b, ",\"p\":");
-    buf_add_json_strz(b, e->path);
+    add_bytes(b, e->path);
     buf_addf(b, ",\"r\":%d,\"o\":", e->route);
-    buf_add_json_strz(b, e->order_id);
+    add_bytes(b, e->order_id);
     buf_adds(b, ",\"k\":");
-    buf_add_json_strz(b, e->payment_key);
+    add_bytes(b, e->payment_key);
     buf_adds(b, ",\"i\":");
-    buf_add_json_strz(b, e->idempotency_key);
+    add_bytes(b, e->idempotency_key);
     buf_adds(b, ",\"t\":");
     buf_add_json_strz(b, e->tenant);
     buf_addf(b, ",\"bh\":\"%016llx\",\"a\":%u,\"ql\":%.17g,\"l\":%.17g,\"sl\":%.17g,\"tr\":",
@@ -474,6 +508,24 @@ static char *dup_str(json_t *o, const char *k)
     return s ? strdup(s) : NULL;
 }
 
+/* A string field as add_bytes wrote it (owned copy, or NULL). */
+static char *dup_bytes(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    const char *hex = json_string_value(json_object_get(v, "x"));
+    if (!hex)
+        return dup_str(o, k);
+    size_t n = strlen(hex) / 2;
+    char *out = malloc(n + 1);
+    for (size_t i = 0; out && i < n; i++) {
+        int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+        out[i] = (char)(hi < 0 || lo < 0 ? '?' : hi * 16 + lo);
+    }
+    if (out)
+        out[n] = '\0';
+    return out;
+}
+
 static long long get_ll(json_t *o, const char *k)
 {
     return json_integer_value(json_object_get(o, k));
@@ -507,11 +559,11 @@ static bool decode(uint64_t id, const char *text, size_t len, struct centry *c)
     copy_cstr(e->method, sizeof e->method,
               json_string_value(json_object_get(o, "m")) ? json_string_value(json_object_get(o, "m"))
                                                          : "");
-    e->path = dup_str(o, "p");
+    e->path = dup_bytes(o, "p");
     e->route = (int)get_ll(o, "r");
-    e->order_id = dup_str(o, "o");
-    e->payment_key = dup_str(o, "k");
-    e->idempotency_key = dup_str(o, "i");
+    e->order_id = dup_bytes(o, "o");
+    e->payment_key = dup_bytes(o, "k");
+    e->idempotency_key = dup_bytes(o, "i");
     c->tenant = dup_str(o, "t");
     e->tenant = c->tenant;
     const char *bh = json_string_value(json_object_get(o, "bh"));
