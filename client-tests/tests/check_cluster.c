@@ -520,6 +520,79 @@ START_TEST(test_journal_and_report_shared_requests_of_every_instance_named_seen_
 }
 END_TEST
 
+/* The requests the shared journal lists for tenant `key` (X-Fakegate-Tenant) on instance i:
+ * their count, each of them that tenant's. */
+static long long tenant_requests(const fg_cluster *c, int i, const char *key)
+{
+    char h[160];
+    snprintf(h, sizeof h, "X-Fakegate-Tenant: %s", key);
+    const char *headers[] = {h, NULL};
+    fg_request req = {.path = "/__admin/requests", .headers = headers, .timeout_ms = 10000};
+    fg_response r;
+    fg_http(c->inst[i], NULL, &req, &r);
+    ck_assert_msg(r.curl_code == CURLE_OK && r.status == 200, "instance %d: %s %ld %.300s",
+                  i + 1, r.curl_error, r.status, r.body);
+    size_t k;
+    json_t *e;
+    json_array_foreach(json_object_get(r.json, "requests"), k, e)
+        ck_assert_msg(json_is_str(e, "tenant", key), "instance %d lists another tenant's request "
+                      "for %s: %.1000s", i + 1, key, r.body);
+    long long n = json_int(r.json, "total");
+    fg_response_fini(&r);
+    return n;
+}
+
+START_TEST(test_tenant_reset_on_one_instance_hides_its_requests_on_every_instance)
+{
+    fg_cluster *c = cluster_start(NULL);
+    static const char *const keys[2] = {"test_sk_cluster_a", "test_sk_cluster_b"};
+    /* Tenant a confirms on instance 1, tenant b on instances 2 and 3. */
+    for (int i = 0; i < CLUSTER_N; i++) {
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_tenant_%d", i);
+        snprintf(oid, sizeof oid, "order_tenant_%d", i);
+        fg_response r;
+        confirm_as_key(c->inst[i], keys[i == 0 ? 0 : 1], pk, oid, 1000, NULL, 10000, &r);
+        assert_done(&r, pk, oid);
+        fg_response_fini(&r);
+    }
+    /* ... and reads one of them on instance 1, which so learns of tenant b (an instance learns
+     * of a tenant at its next section, docs/cluster.md §11.1: an admin call naming one it has
+     * not seen yet gets 404). */
+    char auth[256];
+    snprintf(auth, sizeof auth, "Authorization: Basic %s", "dGVzdF9za19jbHVzdGVyX2I6");
+    const char *read_h[] = {auth, NULL};
+    fg_request read = {.path = "/v1/payments/pk_tenant_1", .headers = read_h,
+                       .timeout_ms = 10000};
+    fg_response r;
+    fg_http(c->inst[0], NULL, &read, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    wait_journals_written(c);
+    for (int i = 0; i < CLUSTER_N; i++) {
+        ck_assert_int_eq(tenant_requests(c, i, keys[0]), 1);
+        ck_assert_int_eq(tenant_requests(c, i, keys[1]), 3);
+    }
+    /* Tenant b's reset on instance 1 hides its requests everywhere, and only its. */
+    char h[160];
+    snprintf(h, sizeof h, "X-Fakegate-Tenant: %s", keys[1]);
+    const char *headers[] = {h, NULL};
+    fg_request reset = {.method = "POST", .path = "/__admin/reset", .headers = headers,
+                        .timeout_ms = 10000};
+    fg_http(c->inst[0], NULL, &reset, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    for (int i = 0; i < CLUSTER_N; i++) {
+        ck_assert_int_eq(tenant_requests(c, i, keys[0]), 1);
+        ck_assert_int_eq(tenant_requests(c, i, keys[1]), 0);
+    }
+    json_t *rep = assert_same_report(c);
+    ck_assert_int_eq(json_int(rep, "judged_requests"), 1);
+    json_decref(rep);
+    cluster_free(c);
+}
+END_TEST
+
 /* ---- stress through nginx with an instance killed and restarted --------------------------- */
 
 struct spay {
@@ -984,6 +1057,7 @@ Suite *make_suite(void)
     tc = add_tcase(su, "journal_and_report_shared", 60);
     tcase_add_test(tc,
                    test_journal_and_report_shared_requests_of_every_instance_named_seen_from_each);
+    tcase_add_test(tc, test_tenant_reset_on_one_instance_hides_its_requests_on_every_instance);
     tc = add_tcase(su, "stress_with_instance_killed", 900);
     tcase_add_test(tc,
                    test_stress_through_nginx_instance_killed_and_restarted_charged_at_most_once);

@@ -72,6 +72,7 @@ struct cluster_journal {
     uint64_t enqueued, finished;   /* entries queued / appended or failed, ever (lock) */
     uint64_t lost_unreported;      /* lost, not yet added to K_LOST (lock) */
     bool stop;                     /* (lock) */
+    char started[24];              /* this instance's start (wall clock, µs), as K_SINCE */
     redisContext *ctx;             /* the writer's connection (writer thread only) */
     int64_t next_try_ns;           /* (writer thread only) */
     _Atomic uint64_t arrived;      /* gateway requests that began (cluster_journal_arrived) */
@@ -148,6 +149,8 @@ static int append_batch(struct cluster_journal *cj, struct item *items, size_t n
         if (!cj->ctx && now >= cj->next_try_ns) {
             cj->next_try_ns = now + CJ_RECONNECT_MS * NS_PER_MS;
             cj->ctx = connect_to(&cj->url, err);
+            if (cj->ctx)
+                freeReplyObject(redisCommand(cj->ctx, "SET " K_SINCE " %s NX", cj->started));
         }
         if (!cj->ctx)
             break;
@@ -241,12 +244,12 @@ struct cluster_journal *cluster_journal_start(const struct cluster_url *u, uint6
     pthread_cond_init(&cj->done_cond, &ca);
     pthread_condattr_destroy(&ca);
     /* The journal's start, unless an instance or a reset dated it already: before any request
-     * of this instance arrived, so none is hidden as older than it. */
-    char at[24];
-    snprintf(at, sizeof at, "%lld", (long long)now_unix_us());
+     * of this instance arrived, so none is hidden as older than it. Again at each reconnect
+     * of the writer, for a Redis that came back empty. */
+    snprintf(cj->started, sizeof cj->started, "%lld", (long long)now_unix_us());
     redisContext *ctx = connect_to(u, err);
     if (ctx) {
-        freeReplyObject(redisCommand(ctx, "SET " K_SINCE " %s NX", at));
+        freeReplyObject(redisCommand(ctx, "SET " K_SINCE " %s NX", cj->started));
         redisFree(ctx);
     }
     int rc = pthread_create(&cj->thread, NULL, writer_main, cj);
