@@ -20,12 +20,12 @@
 #include "admit.h"
 #include "report.h"
 #include "cluster_journal.h"
+#include "webhook.h"
 
 /* How long a read of the shared journal waits for this instance's own requests to be
  * appended first (ms): long enough for a completion that trails its answer, short enough that
  * a request held by a latency fault delays the read only this much. */
 #define SHARED_FLUSH_MS 300
-#include "webhook.h"
 
 struct seed_of {
     const struct gateway *g;
@@ -444,8 +444,9 @@ enum handler_result admin_requests(struct gateway *g, struct request *r)
             if (floor > 0 && f.since_id < floor - 1)
                 f.since_id = floor - 1;
         }
-        h = g->cjournal ? shared_requests(g, r, t, &f) : H_RESPOND;
-        if (!g->cjournal) {
+        if (g->cjournal) {
+            h = shared_requests(g, r, t, &f);
+        } else {
             size_t n, total;
             struct journal_entry *v = journal_copy_filtered(&g->journal, &f, &n, &total);
             struct buf b;

@@ -508,6 +508,12 @@ static int parse_cli(struct cli *c, int argc, char **argv)
                         "keeps the state then; docs/cluster.md)\n", cfg->store_url, cfg->state_file);
         return -1;
     }
+    if (cfg->cluster_journal_max && !cfg->store_url) {
+        fprintf(stderr, "fakegate: --cluster-journal-max %zu: only with --store redis://HOST:PORT "
+                        "(the in-memory journal's size is --journal-size; docs/cluster.md)\n",
+                cfg->cluster_journal_max);
+        return -1;
+    }
     return 0;
 }
 
