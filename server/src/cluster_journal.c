@@ -219,6 +219,15 @@ static void *writer_main(void *arg)
             atomic_fetch_add(&cj->errors, 1);
         }
         cj->finished += n;
+        if (rc != 0 && cj->stop) { /* stopping with the store down: the rest is lost too */
+            size_t rest = cj->queued;
+            items_free(cj->head);
+            cj->head = cj->tail = NULL;
+            cj->queued = 0;
+            cj->lost_unreported += rest;
+            atomic_fetch_add(&cj->lost, rest);
+            cj->finished += rest;
+        }
         pthread_cond_broadcast(&cj->done_cond);
     }
     pthread_mutex_unlock(&cj->lock);

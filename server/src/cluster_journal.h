@@ -48,8 +48,8 @@ struct cluster_journal_stats {
  * err (out of memory, no thread). Thread: main, before the daemon starts. */
 struct cluster_journal *cluster_journal_start(const struct cluster_url *u, uint64_t instance_id,
                                               size_t max_len, char err[ERR_LEN]);
-/* Append what is still queued (one try per batch), stop the writer and free cj (NULL
- * allowed). Thread: main, after the daemon stopped (no more cluster_journal_add). */
+/* Append what is still queued (one try per batch; once one fails, the rest is counted lost
+ * rather than tried), stop the writer and free cj (NULL allowed). Thread: main, after the daemon stopped (no more cluster_journal_add). */
 void cluster_journal_stop(struct cluster_journal *cj);
 
 /* Queue entry e (borrowed for the call: its strings are copied; `e->tenant` is the tenant's
