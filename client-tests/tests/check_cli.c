@@ -442,6 +442,9 @@ START_TEST(test_value_out_of_range_names_the_range)
         {"--max-payments", "4294967296", "--max-payments 4294967296: must be 1-4294967295"},
         {"--journal-size", "0", "--journal-size 0: must be 1-1000000"},
         {"--journal-size", "1000001", "--journal-size 1000001: must be 1-1000000"},
+        {"--cluster-journal-max", "0", "--cluster-journal-max 0: must be 1-10000000"},
+        {"--cluster-journal-max", "10000001", "--cluster-journal-max 10000001: must be 1-10000000"},
+        {"--cluster-journal-max", "500", "--cluster-journal-max 500: only with --store redis://"},
         {"--max-connections", "0", "--max-connections 0: must be 1-1048576"},
         {"--max-json-depth", "2049", "--max-json-depth 2049: must be 1-2048"},
     };

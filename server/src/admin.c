@@ -19,7 +19,13 @@
 #include "statefile.h"
 #include "admit.h"
 #include "report.h"
+#include "cluster_journal.h"
 #include "webhook.h"
+
+/* How long a read of the shared journal waits for this instance's own requests to be
+ * appended first (ms): long enough for a completion that trails its answer, short enough that
+ * a request held by a latency fault delays the read only this much. */
+#define SHARED_FLUSH_MS 300
 
 struct seed_of {
     const struct gateway *g;
@@ -56,8 +62,15 @@ enum handler_result admin_health(struct gateway *gw, struct request *r)
             buf_adds(&b, ",\"error\":");
             buf_add_json_strz(&b, cs.error);
         }
-        buf_addf(&b, ",\"applied\":%llu,\"lines\":%llu}}", (unsigned long long)cs.applied,
+        buf_addf(&b, ",\"applied\":%llu,\"lines\":%llu", (unsigned long long)cs.applied,
                  (unsigned long long)cs.lines);
+        if (gw->cjournal) {
+            struct cluster_journal_stats js;
+            cluster_journal_stats(gw->cjournal, &js);
+            buf_addf(&b, ",\"journal\":{\"written\":%llu,\"pending\":%zu,\"lost\":%llu}",
+                     (unsigned long long)js.written, js.pending, (unsigned long long)js.lost);
+        }
+        buf_adds(&b, "}}");
     } else {
         buf_adds(&b, ",\"store\":{\"kind\":\"memory\"}}");
     }
@@ -300,6 +313,14 @@ enum handler_result admin_put_profile(struct gateway *g, struct request *r)
     return describe(g, r, t);
 }
 
+/* The shared journal (--store redis://) could not be read or reset: 503 naming the store. */
+static enum handler_result shared_journal_down(struct request *r, const char *err)
+{
+    request_error(r, "SERVICE_UNAVAILABLE", err);
+    r->resp.internal = true;
+    return H_RESPOND;
+}
+
 enum handler_result admin_reset(struct gateway *g, struct request *r)
 {
     struct tenant *t;
@@ -350,6 +371,11 @@ enum handler_result admin_reset(struct gateway *g, struct request *r)
         gateway_refuse_store(g, r);
         return H_RESPOND;
     }
+    if (g->cjournal) { /* the cluster's journal too (docs/cluster.md §11.7) */
+        char err[ERR_LEN];
+        if (cluster_journal_reset(g->cjournal, t ? tenant_key(t) : NULL, now_unix_us(), err) != 0)
+            return shared_journal_down(r, err);
+    }
     if (g->webhooks)
         webhooks_reset(g->webhooks, t);
     return describe(g, r, t);
@@ -381,6 +407,23 @@ size_t admin_requests_filter(const struct request *r, size_t max_limit, struct j
     return n_values;
 }
 
+/* --store redis://: every instance's requests, from the shared journal; this instance's own
+ * appended first, so a client that asks the instance it used sees its request. */
+static enum handler_result shared_requests(struct gateway *g, struct request *r, struct tenant *t,
+                                           struct journal_filter *f)
+{
+    char err[ERR_LEN];
+    struct buf b;
+    buf_init(&b);
+    cluster_journal_flush(g->cjournal, SHARED_FLUSH_MS);
+    f->tenant = t ? tenant_key(t) : NULL;
+    if (cluster_journal_requests(g->cjournal, f, g->journal.cap, &b, err) != 0) {
+        buf_fini(&b);
+        return shared_journal_down(r, err);
+    }
+    return admin_respond(r, 200, &b);
+}
+
 enum handler_result admin_requests(struct gateway *g, struct request *r)
 {
     struct tenant *t;
@@ -395,19 +438,23 @@ enum handler_result admin_requests(struct gateway *g, struct request *r)
         request_error(r, "INVALID_REQUEST", err);
         h = H_RESPOND;
     } else {
-        if (t) { /* its entries only, and none from before its last reset */
+        if (t && !g->cjournal) { /* its entries only, and none from before its last reset */
             f.tenant = tenant_key(t);
             uint64_t floor = atomic_load(&t->journal_floor);
             if (floor > 0 && f.since_id < floor - 1)
                 f.since_id = floor - 1;
         }
-        size_t n, total;
-        struct journal_entry *v = journal_copy_filtered(&g->journal, &f, &n, &total);
-        struct buf b;
-        buf_init(&b);
-        journal_render(&b, v, n, total);
-        journal_free_copy(v, n);
-        h = admin_respond(r, 200, &b);
+        if (g->cjournal) {
+            h = shared_requests(g, r, t, &f);
+        } else {
+            size_t n, total;
+            struct journal_entry *v = journal_copy_filtered(&g->journal, &f, &n, &total);
+            struct buf b;
+            buf_init(&b);
+            journal_render(&b, v, n, total);
+            journal_free_copy(v, n);
+            h = admin_respond(r, 200, &b);
+        }
     }
     for (size_t i = 0; i < n_values; i++)
         free(values[i]);
@@ -434,6 +481,24 @@ enum handler_result admin_metrics(struct gateway *g, struct request *r)
         buf_adds(&b, "# HELP fakegate_store_log_applied Lines of the shared log this replica "
                      "has applied.\n# TYPE fakegate_store_log_applied gauge\n");
         buf_addf(&b, "fakegate_store_log_applied %llu\n", (unsigned long long)cs.applied);
+        if (g->cjournal) {
+            struct cluster_journal_stats js;
+            cluster_journal_stats(g->cjournal, &js);
+            buf_adds(&b, "# HELP fakegate_store_journal_written_total Journal entries this "
+                         "instance appended to the shared journal.\n"
+                         "# TYPE fakegate_store_journal_written_total counter\n");
+            buf_addf(&b, "fakegate_store_journal_written_total %llu\n",
+                     (unsigned long long)js.written);
+            buf_adds(&b, "# HELP fakegate_store_journal_lost_total Journal entries this instance "
+                         "could not append (the store failed, or its queue was full).\n"
+                         "# TYPE fakegate_store_journal_lost_total counter\n");
+            buf_addf(&b, "fakegate_store_journal_lost_total %llu\n", (unsigned long long)js.lost);
+            buf_adds(&b, "# HELP fakegate_store_journal_errors_total Commands of the shared "
+                         "journal that failed.\n"
+                         "# TYPE fakegate_store_journal_errors_total counter\n");
+            buf_addf(&b, "fakegate_store_journal_errors_total %llu\n",
+                     (unsigned long long)js.errors);
+        }
     }
     enum handler_result h = admin_respond(r, 200, &b);
     r->resp.content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -447,6 +512,15 @@ enum handler_result admin_report(struct gateway *g, struct request *r)
         return H_RESPOND;
     struct buf b;
     buf_init(&b);
+    if (g->cjournal) { /* the whole cluster's requests (docs/cluster.md §11.7) */
+        char err[ERR_LEN];
+        cluster_journal_flush(g->cjournal, SHARED_FLUSH_MS);
+        if (cluster_journal_report(g->cjournal, t ? tenant_key(t) : NULL, &b, err) != 0) {
+            buf_fini(&b);
+            return shared_journal_down(r, err);
+        }
+        return admin_respond(r, 200, &b);
+    }
     if (t) {
         report_render_state(&t->report, &b);
         return admin_respond(r, 200, &b);

@@ -40,6 +40,8 @@ struct config {
     const char *store_url;      /* --store redis://HOST:PORT[/DB], checked; NULL: memory (the
                                    default), state in this process only */
     size_t journal_size;        /* --journal-size, entries (0 = JOURNAL_SIZE_DEFAULT, 10 000) */
+    size_t cluster_journal_max; /* --cluster-journal-max, entries of the shared journal (0 =
+                                   CLUSTER_JOURNAL_MAX_DEFAULT, 200 000) */
     unsigned max_connections;   /* --max-connections (0 = from the open-files limit) */
     size_t max_json_depth;      /* --max-json-depth, request bodies (0 = BODY_MAX_JSON_DEPTH_DEFAULT, 32) */
     size_t report_max_identities; /* --report-max-identities: the report's bound on identities

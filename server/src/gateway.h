@@ -23,6 +23,7 @@
 #include "timeline.h"
 
 struct cluster;
+struct cluster_journal;
 struct request;
 struct statefile;
 
@@ -116,6 +117,8 @@ struct gateway {
     struct cluster *cluster;       /* --store redis:// (cluster.h), or NULL: every section then
                                       begins and commits through it; set by main before the
                                       daemon starts, with a shared state log in `state` */
+    struct cluster_journal *cjournal; /* with `cluster`: the journal and report shared through
+                                      Redis (cluster_journal.h), else NULL; set by main */
 };
 
 /* Initialise with the settings (borrowed), the profile resolver (for names; may be NULL: then

@@ -282,7 +282,7 @@ static bool str_is(const char *want, const char *have)
     return !want || (have && strcmp(want, have) == 0);
 }
 
-static bool matches(const struct journal_filter *f, const struct journal_entry *e)
+bool journal_filter_matches(const struct journal_filter *f, const struct journal_entry *e)
 {
     return str_is(f->order_id, e->order_id) && str_is(f->payment_key, e->payment_key) &&
            str_is(f->idempotency_key, e->idempotency_key) &&
@@ -299,7 +299,7 @@ struct journal_entry *journal_copy_filtered(struct journal *j, const struct jour
     struct journal_entry *v = journal_copy(j, SIZE_MAX, &all);
     size_t k = 0;
     for (size_t i = 0; v && i < all; i++) {
-        if (matches(f, &v[i]))
+        if (journal_filter_matches(f, &v[i]))
             v[k++] = v[i];
         else
             entry_fini(&v[i]);
@@ -432,6 +432,12 @@ void journal_log_line(struct buf *b, const struct journal_entry *e, bool json)
 
 void journal_render(struct buf *b, const struct journal_entry *v, size_t n, size_t total)
 {
+    journal_render_instances(b, v, NULL, n, total);
+}
+
+void journal_render_instances(struct buf *b, const struct journal_entry *v,
+                              const uint64_t *instances, size_t n, size_t total)
+{
     static const char *const delivered[] = {"pending", "yes", "no", "partial"};
     buf_adds(b, "{\"requests\":[");
     for (size_t i = 0; i < n; i++) {
@@ -483,6 +489,8 @@ void journal_render(struct buf *b, const struct journal_entry *v, size_t n, size
             buf_addf(b, "%.3f", e->spent_latency_ms);
         else
             buf_adds(b, "null");
+        if (instances)
+            buf_addf(b, ",\"instance\":\"%016llx\"", (unsigned long long)instances[i]);
         buf_addc(b, '}');
     }
     buf_addf(b, "],\"total\":%zu}", total);

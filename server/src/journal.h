@@ -112,6 +112,10 @@ struct journal_filter {
 int journal_filter_set(struct journal_filter *f, const char *name, const char *value,
                        char *err, size_t err_len);
 
+/* Does entry e pass filter f (every field of f that is set)? f->tenant is compared as a
+ * pointer. Thread: any; pure. */
+bool journal_filter_matches(const struct journal_filter *f, const struct journal_entry *e);
+
 /* Copies of the newest f->limit entries that match f, oldest first (caller frees with
  * journal_free_copy); *n receives their count and *total the number of entries in the ring
  * that match f. Thread: any. */
@@ -122,6 +126,11 @@ void journal_free_copy(struct journal_entry *v, size_t n);
 /* Render entries as {"requests":[...],"total":N} (docs/admin.md §5 shape; `total`: the matching
  * entries in the ring, of which v[0..n) are the newest). Non-UTF-8 bytes are escaped as \xNN. */
 void journal_render(struct buf *b, const struct journal_entry *v, size_t n, size_t total);
+/* The same, each entry i with "instance": instances[i] as 16 hex digits (the /healthz
+ * `instance` of the process that served it; --store redis://, docs/cluster.md §11.7), or
+ * none when `instances` is NULL. */
+void journal_render_instances(struct buf *b, const struct journal_entry *v,
+                              const uint64_t *instances, size_t n, size_t total);
 
 /* One access-log line for entry e (docs/cli.md §1 --log): time, method, path, route, orderId,
  * Idempotency-Key, decision, status, delivered, duration, as `key=value` text or one JSON

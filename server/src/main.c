@@ -17,6 +17,7 @@
 
 #include "body.h"
 #include "cluster.h"
+#include "cluster_journal.h"
 #include "common.h"
 #include "config.h"
 #include "http.h"
@@ -41,6 +42,7 @@ enum opt_id {
     O_SESSION_TTL, O_STRICT_SESSIONS, O_IDLE_TIMEOUT,
     O_CONSECUTIVE_CANCEL_MS, O_REPORT_MAX_IDENTITIES, O_WEBHOOK_URL, O_WEBHOOK_MAX_PENDING,
     O_MAX_TENANTS, O_JOURNAL_SIZE, O_STATE_FILE, O_STATE_FSYNC, O_STORE,
+    O_CLUSTER_JOURNAL_MAX,
     O_ADMIN_TOKEN, O_LOG, O_QUIET,
     O_CHECK_PROFILE, O_VERSION, O_HELP, O_COUNT
 };
@@ -80,6 +82,7 @@ static const struct opt opts[O_COUNT] = {
     [O_STATE_FILE] = {"state-file", "PATH", true, "keep the ledger and the Idempotency-Key records in this append-only file (created 0600 if missing), each change written before its answer leaves; at start the file is replayed and a request left PROCESSING by a crash is released (docs/state-file.md)"},
     [O_STATE_FSYNC] = {"state-fsync", "POLICY", true, "never (default: write(2) before the answer; survives a crash or SIGKILL of fakegate, not of the machine) or always (fdatasync(2) too: survives power loss, a disk flush per change)"},
     [O_STORE] = {"store", "URL", true, "where the ledger, the Idempotency-Key records, attempt counters and the gateway clock live: memory (the default, this process only) or redis://HOST:PORT[/DB], a Redis shared by several instances behind a load balancer (HOST a name or IPv4 address, PORT 1-65535, DB 0-15, default 0); a request that cannot reach it gets 503 SERVICE_UNAVAILABLE naming it; not with --state-file (docs/cluster.md)"},
+    [O_CLUSTER_JOURNAL_MAX] = {"cluster-journal-max", "N", true, "with --store redis://: the shared journal's bound, the requests of every instance that GET /__admin/requests and GET /__admin/report read from Redis, 1-10000000 (default 200000; about 0.5 KB of Redis memory an entry; older entries are trimmed and the report then says it is incomplete; docs/cluster.md)"},
     [O_ADMIN_TOKEN] = {"admin-token", "TOKEN", true, "require 'Authorization: Bearer TOKEN' on /__admin routes (not /__admin/health and the live page's files; /healthz and /metrics stay open; compared in constant time)"},
     [O_LOG] = {"log", "FORMAT", true, "access log on stderr, one line per request: text (default) or json"},
     [O_QUIET] = {"quiet", NULL, true, "no access log and no start-up notes on stderr (errors still print)"},
@@ -189,6 +192,7 @@ static const char *accepted(int id)
     case O_WEBHOOK_MAX_PENDING: return "must be 1-4294967295 (deliveries)";
     case O_MAX_TENANTS: return "must be 1-1000000 (tenants)";
     case O_JOURNAL_SIZE: return "must be 1-1000000 (entries)";
+    case O_CLUSTER_JOURNAL_MAX: return "must be 1-10000000 (entries)";
     case O_STRICT_SESSIONS:
     case O_QUIET: return "must be 1, true, yes, 0, false or no";
     default: return "invalid value";
@@ -291,6 +295,11 @@ static int apply(struct cli *c, int id, const char *val, const char *src)
         if (!parse_u64(val, JOURNAL_SIZE_MAX, &v) || v == 0)
             goto bad;
         cfg->journal_size = (size_t)v;
+        return 0;
+    case O_CLUSTER_JOURNAL_MAX:
+        if (!parse_u64(val, CLUSTER_JOURNAL_MAX_MAX, &v) || v == 0)
+            goto bad;
+        cfg->cluster_journal_max = (size_t)v;
         return 0;
     case O_MID:
         if (val[0] == '\0')
@@ -499,6 +508,12 @@ static int parse_cli(struct cli *c, int argc, char **argv)
                         "keeps the state then; docs/cluster.md)\n", cfg->store_url, cfg->state_file);
         return -1;
     }
+    if (cfg->cluster_journal_max && !cfg->store_url) {
+        fprintf(stderr, "fakegate: --cluster-journal-max %zu: only with --store redis://HOST:PORT "
+                        "(the in-memory journal's size is --journal-size; docs/cluster.md)\n",
+                cfg->cluster_journal_max);
+        return -1;
+    }
     return 0;
 }
 
@@ -636,6 +651,17 @@ static int open_store(struct gateway *g, const struct config *cfg, struct statef
     g->cluster = c;
     uint64_t lines = 0;
     if (cluster_start(c, sf, g, &lines, err) != 0) {
+        fprintf(stderr, "fakegate: %s\n", err);
+        g->cluster = NULL;
+        gateway_attach_state(g, NULL);
+        statefile_free(sf);
+        cluster_free(c);
+        return -1;
+    }
+    size_t jmax = cfg->cluster_journal_max ? cfg->cluster_journal_max
+                                           : CLUSTER_JOURNAL_MAX_DEFAULT;
+    g->cjournal = cluster_journal_start(&u, g->instance_id, jmax, err);
+    if (!g->cjournal) {
         fprintf(stderr, "fakegate: %s\n", err);
         g->cluster = NULL;
         gateway_attach_state(g, NULL);
@@ -804,6 +830,8 @@ static int run(struct cli *clip, int argc, char **argv)
     http_stop(h, 1500);
     sched_fini(&sched);
     webhooks_stop(wh);
+    cluster_journal_stop(gw.cjournal); /* after the last request ended: its entry is queued */
+    gw.cjournal = NULL;
     if (cfg->port_file)
         unlink(cfg->port_file);
     gateway_fini(&gw);
@@ -817,6 +845,8 @@ fail_sched:
 fail_webhooks:
     webhooks_stop(wh);
 fail_gateway:
+    cluster_journal_stop(gw.cjournal);
+    gw.cjournal = NULL;
     gateway_fini(&gw);
     statefile_free(sf);
     cluster_free(cl);

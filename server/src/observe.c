@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "cluster_journal.h"
 #include "common.h"
 
 /* The report that judges r: its tenant's, or the server's own for a request refused before a
@@ -46,6 +47,8 @@ void observe_arrival(struct gateway *g, struct request *r)
     copy_cstr(e.method, sizeof e.method, r->method_str);
     r->obs.journaled = true;
     r->obs.journal_id = journal_begin(&g->journal, &e);
+    if (g->cjournal)
+        cluster_journal_arrived(g->cjournal);
     report_begin(report_of(g, r), &r->obs.report, r->obs.journal_id, gateway_now_us(g));
 }
 
@@ -242,6 +245,25 @@ static void end_flight(struct gateway *g, struct request *r)
     r->adm.in_flight = false;
 }
 
+/* --store redis://: r's whole entry, as its journal slot now holds it, for the shared journal
+ * (docs/cluster.md §11.7). `end` is its ending (ending_of). */
+static void share(struct gateway *g, const struct request *r, const struct journal_entry *end)
+{
+    struct journal_entry e = *end;
+    e.id = r->obs.journal_id;
+    e.arrived_unix_us = r->arrived_unix_us;
+    e.arrived_mono_ns = r->arrived_ns;
+    copy_cstr(e.method, sizeof e.method, r->method_str);
+    e.path = r->raw_uri ? r->raw_uri : r->path;
+    e.route = (int)r->route;
+    identity_of(r, &e);
+    e.tenant = tenant_key(r->adm.tenant);
+    e.body_hash = r->body_hash;
+    e.attempt = r->attempt;
+    e.fault = fault_kind_name(r->fault ? r->fault->kind : FAULT_NONE);
+    cluster_journal_add(g->cjournal, &e);
+}
+
 void observe_complete(struct gateway *g, struct request *r, bool completed_ok)
 {
     if (!r->obs.journaled) {
@@ -257,6 +279,12 @@ void observe_complete(struct gateway *g, struct request *r, bool completed_ok)
      * client that waits for either finds it judged. */
     judge(g, r, &e, true);
     journal_update(&g->journal, r->obs.journal_id, &e);
+    if (g->cjournal) {
+        if (r->obs.straddled_reset)
+            cluster_journal_skip(g->cjournal);
+        else
+            share(g, r, &e);
+    }
     if (!g->cfg->quiet)
         access_log(g, r, &e);
     end_flight(g, r);

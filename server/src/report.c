@@ -842,6 +842,12 @@ void report_render_state(struct report *rp, struct buf *b)
 
 void report_render_merged(struct report *const *rps, size_t n, struct buf *b)
 {
+    report_render_merged_reason(rps, n, NULL, b);
+}
+
+void report_render_merged_reason(struct report *const *rps, size_t n, const char *incomplete,
+                                 struct buf *b)
+{
     struct report_finding v[K_N];
     memset(v, 0, sizeof v);
     uint64_t judged = 0, unjudged = 0;
@@ -861,11 +867,15 @@ void report_render_merged(struct report *const *rps, size_t n, struct buf *b)
     }
     emit_findings(v, b);
     buf_addf(b, ",\"judged_requests\":%llu,\"complete\":%s", (unsigned long long)judged,
-             unjudged ? "false" : "true");
+             unjudged || incomplete ? "false" : "true");
     if (unjudged)
         buf_addf(b, ",\"reason\":\"more identities than --report-max-identities (%zu) since the "
                     "last reset: %llu requests were judged only in part\"",
                  max_ids, (unsigned long long)unjudged);
+    else if (incomplete) {
+        buf_adds(b, ",\"reason\":");
+        buf_add_json_strz(b, incomplete);
+    }
     char at[32];
     fmt_kst(n ? since : 0, at);
     buf_addf(b, ",\"since\":\"%s\"}", at);
@@ -891,16 +901,14 @@ static int cmp_step(const void *a, const void *b)
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
-void report_render(struct buf *b, const struct journal_entry *v, size_t n)
+int report_replay(struct report *rp, const struct journal_entry *v, size_t n)
 {
-    struct report rp;
     struct report_mark *m = calloc(n ? n : 1, sizeof *m);
     struct step *s = calloc(n ? 2 * n : 1, sizeof *s);
-    if (!m || !s || report_init(&rp, SIZE_MAX, 0, 1, 0) != 0) {
+    if (!m || !s) {
         free(m);
         free(s);
-        b->oom = true;
-        return;
+        return -1;
     }
     size_t ns = 0;
     for (size_t i = 0; i < n; i++) {
@@ -909,24 +917,37 @@ void report_render(struct buf *b, const struct journal_entry *v, size_t n)
             s[ns++] = (struct step){v[i].ended_mono_ns, true, i};
     }
     qsort(s, ns, sizeof *s, cmp_step);
+    uint64_t first = rp->first_id;
     for (size_t k = 0; k < ns; k++) {
         const struct journal_entry *e = &v[s[k].i];
         struct report_mark *mk = &m[s[k].i];
         if (!mk->id) { /* its arrival (first, even when it ended in the same instant) */
-            report_begin(&rp, mk, s[k].i + 1, 0);
+            report_begin(rp, mk, first + s[k].i, 0);
             bool will_process = e->outcome != OUT_DROPPED_REQUEST &&
                                 e->outcome != OUT_THROTTLED && e->outcome != OUT_CAPPED;
-            report_identify(&rp, mk, e, will_process);
+            report_identify(rp, mk, e, will_process);
         }
         if (s[k].end)
-            report_end(&rp, mk, e);
+            report_end(rp, mk, e);
     }
+    free(m);
+    free(s);
+    return 0;
+}
+
+void report_render(struct buf *b, const struct journal_entry *v, size_t n)
+{
+    struct report rp;
+    if (report_init(&rp, SIZE_MAX, 0, 1, 0) != 0) {
+        b->oom = true;
+        return;
+    }
+    if (report_replay(&rp, v, n) != 0)
+        b->oom = true;
     struct report_finding found[K_N];
     memset(found, 0, sizeof found);
     collect_findings(&rp, found, false);
     emit_findings(found, b);
     buf_addc(b, '}');
     report_fini(&rp);
-    free(m);
-    free(s);
 }

@@ -132,6 +132,19 @@ void report_render_state(struct report *rp, struct buf *b);
  * Thread: any. */
 void report_render_merged(struct report *const *rps, size_t n, struct buf *b);
 
+/* report_render_merged, and when `incomplete` is not NULL "complete":false with it as the
+ * "reason" (unless too many identities is the reason already): what the caller knows is
+ * missing from the requests judged (the shared journal trimmed, say). Thread: any. */
+void report_render_merged_reason(struct report *const *rps, size_t n, const char *incomplete,
+                                 struct buf *b);
+
+/* Feed the entries v[0..n) (oldest first) into rp (initialised, judging ids from
+ * rp->first_id) as the events they record: each arrival at arrived_mono_ns (begin and
+ * identify), each end at ended_mono_ns (end), an end before an arrival at the same instant,
+ * ties in the order of v -- so the same entries give the same report. Returns 0, or -1 on out
+ * of memory (rp then holds part of them). Thread: any (rp's lock is taken per step). */
+int report_replay(struct report *rp, const struct journal_entry *v, size_t n);
+
 /* Render {"findings":[{"kind","rule","threshold","count","examples":[orderId...]}]} for the
  * entries v[0..n) (oldest first): they are replayed through a fresh report as the events they
  * record (each arrival at arrived_mono_ns, each end at ended_mono_ns; an end before an arrival

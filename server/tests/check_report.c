@@ -3,7 +3,8 @@
  * JSON parsed back. One scenario per finding kind (retried_4xx, early_retry, new_key_resend,
  * key_reuse, synchronized_retries, retry_storm) with the near-misses that must not be flagged
  * next to it, the examples (orderId, else the identity; distinct; at most 10), the fixed order
- * of kinds, and the empty {"findings":[]} of a well-behaved client. */
+ * of kinds, the empty {"findings":[]} of a well-behaved client, and report_replay (the shared
+ * journal's report: the same entries in any order give the same bytes). */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
 #include <jansson.h>
@@ -713,6 +714,67 @@ START_TEST(test_sweep_looks_at_most_at_its_budget)
 }
 END_TEST
 
+/* ---- replay (the shared journal's report, docs/cluster.md §11.6) --------------------------- */
+
+/* report_replay of v[0..n) into a fresh report dated `since_us`, rendered merged with
+ * `incomplete` (caller frees). */
+static char *replayed(const struct journal_entry *v, size_t n, const char *incomplete)
+{
+    struct report rp;
+    ck_assert_int_eq(report_init(&rp, SIZE_MAX, INT64_C(1700000000000000), 1, 0), 0);
+    ck_assert_int_eq(report_replay(&rp, v, n), 0);
+    struct report *one = &rp;
+    struct buf b;
+    buf_init(&b);
+    report_render_merged_reason(&one, 1, incomplete, &b);
+    report_fini(&rp);
+    size_t len;
+    char *t = buf_steal(&b, &len);
+    ck_assert(t != NULL);
+    return t;
+}
+
+START_TEST(test_replay_judges_the_entries_by_their_times_whatever_their_order)
+{
+    /* A 400 resent as is (retried_4xx), and an order confirmed again under a new key after its
+     * commit (new_key_resend): the same report whichever order the entries come in. */
+    struct journal_entry v[] = {confirm(0, "ord_a", "k1", 400), confirm(10, "ord_a", "k1", 400),
+                                confirm(20, "ord_b", "k2", 200), confirm(30, "ord_b", "k3", 400)};
+    v[2].committed = true;
+    struct journal_entry w[] = {v[3], v[1], v[2], v[0]};
+    char *a = replayed(v, N(v), NULL), *b = replayed(w, N(w), NULL);
+    ck_assert_str_eq(a, b);
+    json_t *root = json_loads(a, 0, NULL);
+    ck_assert_msg(root != NULL, "%s", a);
+    ck_assert_int_eq(json_integer_value(json_object_get(root, "judged_requests")), 4);
+    ck_assert(json_is_true(json_object_get(root, "complete")));
+    json_t *f = json_object_get(root, "findings");
+    ck_assert_msg(json_array_size(f) == 2, "%s", a);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(f, 0), "kind")),
+                     "retried_4xx");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(f, 1), "kind")),
+                     "new_key_resend");
+    json_decref(root);
+    free(a);
+    free(b);
+}
+END_TEST
+
+START_TEST(test_replay_rendered_with_a_reason_is_not_complete)
+{
+    struct journal_entry v[] = {confirm(0, "ord_c", "k1", 200)};
+    char *t = replayed(v, N(v), "the shared journal holds 1 of the 3 requests");
+    json_t *root = json_loads(t, 0, NULL);
+    ck_assert_msg(root != NULL, "%s", t);
+    ck_assert(json_is_false(json_object_get(root, "complete")));
+    ck_assert_str_eq(json_string_value(json_object_get(root, "reason")),
+                     "the shared journal holds 1 of the 3 requests");
+    ck_assert_int_eq(json_integer_value(json_object_get(root, "judged_requests")), 1);
+    json_decref(root);
+    free(t);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *s = suite_create("report");
@@ -720,6 +782,10 @@ Suite *make_suite(void)
     tcase_add_test(none, test_report_of_no_entries_has_no_findings);
     tcase_add_test(none, test_report_of_a_well_behaved_client_has_no_findings);
     suite_add_tcase(s, none);
+    TCase *replay = tcase_create("replay");
+    tcase_add_test(replay, test_replay_judges_the_entries_by_their_times_whatever_their_order);
+    tcase_add_test(replay, test_replay_rendered_with_a_reason_is_not_complete);
+    suite_add_tcase(s, replay);
     TCase *kinds = tcase_create("kinds");
     tcase_add_test(kinds, test_report_flags_a_4xx_resent_with_the_same_body_as_retried_4xx);
     tcase_add_test(kinds, test_report_does_not_flag_a_corrected_body_a_409_or_an_unreceived_4xx);
