@@ -5,9 +5,9 @@
  * another, and `attempts: [1]` fires once per identity cluster-wide; a stress run through nginx
  * with an instance SIGKILLed and restarted charges no paymentKey twice and leaves one ledger,
  * the same from every instance; Redis stopped gives 503s naming the store, no crash, and
- * service back within a second of its return. Each case starts its own cluster on a fresh
- * Redis. What is shared, and what is not yet (the journal and the report, the profile in
- * force): docs/cluster.md §11.1. Not in `make test`: it needs redis-server and nginx
+ * service back within a second of its return. A profile PUT on one instance is in force on all
+ * (and on one started later). Each case starts its own cluster on a fresh Redis. What
+ * is shared, and what is not yet (the journal and the report): docs/cluster.md §11.1. Not in `make test`: it needs redis-server and nginx
  * (scripts/install-deps cluster). */
 #define _GNU_SOURCE
 
@@ -727,6 +727,80 @@ START_TEST(test_redis_stopped_gives_503_naming_the_store_no_crash_and_back_withi
 }
 END_TEST
 
+/* ---- the profile in force, `times` budgets, throttles and caps over the cluster ---------- */
+
+
+/* A confirm route that answers every confirm 400 REJECT_CARD_COMPANY, `times` times in all
+ * (0: always). */
+static char *reject_profile(const char *name, int times)
+{
+    char buf[512], budget[32] = "";
+    if (times > 0)
+        snprintf(budget, sizeof budget, "'times':%d,", times);
+    snprintf(buf, sizeof buf,
+             "{'name':'%s','routes':{'confirm':{'faults':[{'kind':'error','p':1,%s"
+             "'status':400,'code':'REJECT_CARD_COMPANY'}]},"
+             "'default':{'latency':{'dist':'fixed','ms':0}}}}",
+             name, budget);
+    return dq(buf);
+}
+
+/* GET /__admin/profile of instance i names `want`. */
+static void assert_profile_name(const fg_cluster *c, int i, const char *want)
+{
+    json_t *p = admin_json(c->inst[i], "/__admin/profile");
+    ck_assert_msg(strcmp(json_str(p, "name"), want) == 0,
+                  "instance %d: GET /__admin/profile names '%s', want '%s' (the profile PUT on "
+                  "another instance is not in force here)", i + 1, json_str(p, "name"), want);
+    json_decref(p);
+}
+
+START_TEST(test_profile_put_on_instance_1_in_force_on_every_instance_and_a_later_one)
+{
+    fg_cluster *c = cluster_start(NULL);
+    char *profile = reject_profile("cluster-shared", 0);
+    fg_response r;
+    int64_t t0 = fg_now_ms();
+    put_profile(c->inst[0], profile, &r); /* instance 1 only */
+    ck_assert_msg(r.status == 200, "PUT on instance 1: %ld %s", r.status, r.body);
+    fg_response_fini(&r);
+    free(profile);
+    for (int i = 0; i < CLUSTER_N; i++)
+        assert_profile_name(c, i, "cluster-shared");
+    int64_t seen_ms = fg_now_ms() - t0;
+    /* ... and acting there: every confirm on every instance is rejected. */
+    for (int i = 0; i < CLUSTER_N; i++) {
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_shared_%d", i);
+        snprintf(oid, sizeof oid, "order_shared_%d", i);
+        confirm_fresh(c->inst[i], pk, oid, 1000, NULL, 10000, &r);
+        assert_error(&r, 400, "REJECT_CARD_COMPANY");
+        fg_response_fini(&r);
+    }
+    /* A rejected profile on instance 2 changes nothing anywhere. */
+    put_profile(c->inst[1], "{\"name\": 5}", &r);
+    assert_error(&r, 400, "INVALID_PROFILE");
+    fg_response_fini(&r);
+    for (int i = 0; i < CLUSTER_N; i++)
+        assert_profile_name(c, i, "cluster-shared");
+    /* An instance started after the PUT adopts it. */
+    cluster_kill(c, 2);
+    cluster_restart(c, 2);
+    assert_profile_name(c, 2, "cluster-shared");
+    /* A reset on instance 3 with another profile: in force on 1 and 2. */
+    admin_call(c->inst[2], "POST", "/__admin/reset", "{\"profile\": \"normal\"}", NULL, &r);
+    ck_assert_msg(r.status == 200, "reset on instance 3: %ld %s", r.status, r.body);
+    fg_response_fini(&r);
+    for (int i = 0; i < CLUSTER_N; i++)
+        assert_profile_name(c, i, "normal");
+    printf("cluster profile: a PUT on instance 1 was in force on all 3 instances %" PRId64
+           " ms after it was sent (each instance reads the version at its next request)\n",
+           seen_ms);
+    fflush(stdout);
+    cluster_free(c);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *su = suite_create("cluster");
@@ -737,6 +811,8 @@ Suite *make_suite(void)
     tcase_add_test(tc,
                    test_response_lost_on_instance_1_resent_to_instance_2_gets_the_stored_200);
     tcase_add_test(tc, test_attempts_1_fault_fires_once_per_identity_cluster_wide);
+    tc = add_tcase(su, "limits_over_instances", 120);
+    tcase_add_test(tc, test_profile_put_on_instance_1_in_force_on_every_instance_and_a_later_one);
     tc = add_tcase(su, "stress_with_instance_killed", 900);
     tcase_add_test(tc,
                    test_stress_through_nginx_instance_killed_and_restarted_charged_at_most_once);

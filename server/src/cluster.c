@@ -789,3 +789,22 @@ int cluster_instance_gone(struct cluster *c, uint64_t id)
     pthread_mutex_unlock(&c->missing_lock);
     return gone;
 }
+
+/* --- commands for other modules ------------------------------------------------------------- */
+
+struct redisReply *cluster_run(struct cluster *c, int argc, const char **argv,
+                               const size_t *lens)
+{
+    return run(c, argc, argv, lens);
+}
+
+struct redisReply *cluster_script_run(struct cluster *c, struct cluster_script *s, int argc,
+                                      const char **argv, size_t *lens)
+{
+    return eval(c, s->sha, s->src, argc, argv, lens);
+}
+
+void cluster_fail(struct cluster *c, const char *why)
+{
+    set_error(c, "unreachable: %s", why);
+}

@@ -17,6 +17,7 @@
 
 #include "body.h"
 #include "cluster.h"
+#include "cluster_limits.h"
 #include "common.h"
 #include "config.h"
 #include "http.h"
@@ -643,6 +644,18 @@ static int open_store(struct gateway *g, const struct config *cfg, struct statef
         cluster_free(c);
         return -1;
     }
+    /* The profile in force, its budgets, buckets and caps: the cluster's (cluster_limits.h). */
+    struct cluster_limits *l = cluster_limits_new(c, g);
+    if (!l || cluster_limits_start(l, err) != 0) {
+        fprintf(stderr, "fakegate: %s\n", l ? err : "out of memory");
+        cluster_limits_free(l);
+        g->cluster = NULL;
+        gateway_attach_state(g, NULL);
+        statefile_free(sf);
+        cluster_free(c);
+        return -1;
+    }
+    g->limits = l;
     if (!cfg->quiet)
         fprintf(stderr, "fakegate: --store %s: instance %016llx, replayed %llu lines of the shared "
                         "log in %.1f ms\n", u.text, (unsigned long long)g->instance_id,
@@ -809,6 +822,7 @@ static int run(struct cli *clip, int argc, char **argv)
     gateway_fini(&gw);
     bool lost = sf && atomic_load(&sf->failed);
     statefile_free(sf);
+    cluster_limits_free(gw.limits);
     cluster_free(cl);
     return lost ? 1 : 0;
 
@@ -819,6 +833,7 @@ fail_webhooks:
 fail_gateway:
     gateway_fini(&gw);
     statefile_free(sf);
+    cluster_limits_free(gw.limits);
     cluster_free(cl);
     return 1;
 }

@@ -1,0 +1,311 @@
+/* cluster_limits.c -- the profile in force shared over Redis (see
+ * cluster_limits.h; docs/cluster.md §11.1). Keys, under "fakegate:": `profile:ver` (the last
+ * version handed out), `profiles` (a hash: scope -> "VERSION FLAG TEXT", FLAG p for a PUT and
+ * r for a reset, scope "-" the server's or "t" + the tenant's secret key in hex). Invariant: `seen` is a version whose records this instance has all applied. */
+#define _GNU_SOURCE
+#include "cluster_limits.h"
+
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin.h"
+#include "cluster.h"
+#include "gateway.h"
+
+#define PREFIX "fakegate:"
+/* Longest scope written ("t" + 2 hex digits a byte of a secret key, cut here). */
+#define SCOPE_MAX 520
+
+/* publish: KEYS ver, profiles; ARGV scope, flag [, text] -> the new version. Without text the
+ * scope's is kept. */
+static const char PUBLISH_LUA[] =
+    "local v = redis.call('INCR', KEYS[1])\n"
+    "local text = ARGV[3]\n"
+    "if not text then\n"
+    "  text = ''\n"
+    "  local old = redis.call('HGET', KEYS[2], ARGV[1])\n"
+    "  if old then\n"
+    "    local a = string.find(old, ' ', 1, true)\n"
+    "    local b = a and string.find(old, ' ', a + 1, true)\n"
+    "    if b then text = string.sub(old, b + 1) end\n"
+    "  end\n"
+    "end\n"
+    "redis.call('HSET', KEYS[2], ARGV[1], v .. ' ' .. ARGV[2] .. ' ' .. text)\n"
+    "return v\n";
+/* records: KEYS ver, profiles -> {version or false, {scope, record, ...}}. */
+static const char RECORDS_LUA[] =
+    "return {redis.call('GET', KEYS[1]), redis.call('HGETALL', KEYS[2])}\n";
+/* A scope's last applied version (a list: scopes are the server and the tenants with a
+ * profile of their own, a few). */
+struct scope_seen {
+    char *scope;
+    uint64_t version;
+    struct scope_seen *next;
+};
+
+struct cluster_limits {
+    struct cluster *c;
+    struct gateway *g;
+    _Atomic uint64_t seen;            /* the shared version as of the last sync */
+    pthread_mutex_t sync_lock;        /* one sync or publish at a time; `scopes` */
+    struct scope_seen *scopes;
+    struct cluster_script publish, records;
+};
+
+struct cluster_limits *cluster_limits_new(struct cluster *c, struct gateway *g)
+{
+    struct cluster_limits *l = calloc(1, sizeof *l);
+    if (!l)
+        return NULL;
+    l->c = c;
+    l->g = g;
+    pthread_mutex_init(&l->sync_lock, NULL);
+    l->publish = (struct cluster_script)CLUSTER_SCRIPT(PUBLISH_LUA);
+    l->records = (struct cluster_script)CLUSTER_SCRIPT(RECORDS_LUA);
+    return l;
+}
+
+void cluster_limits_free(struct cluster_limits *l)
+{
+    if (!l)
+        return;
+    for (struct scope_seen *s = l->scopes, *next; s; s = next) {
+        next = s->next;
+        free(s->scope);
+        free(s);
+    }
+    pthread_mutex_destroy(&l->sync_lock);
+    free(l);
+}
+
+/* --- scopes --------------------------------------------------------------------------------- */
+
+/* "-" for no key, else "t" + the key in hex (cut to fit), into b (SCOPE_MAX + 1 bytes). */
+static void scope_of_key(const char *key, char *b)
+{
+    size_t k = 0;
+    if (!key) {
+        b[k++] = '-';
+    } else {
+        b[k++] = 't';
+        for (const char *p = key; *p && k + 2 < SCOPE_MAX; p++)
+            k += (size_t)snprintf(b + k, SCOPE_MAX + 1 - k, "%02x", (unsigned char)*p);
+    }
+    b[k] = '\0';
+}
+
+/* The secret key of scope "t<hex>" (caller frees), or NULL. */
+static char *key_of_scope(const char *scope)
+{
+    size_t n = strlen(scope);
+    if (scope[0] != 't' || n % 2 == 0 || n < 3)
+        return NULL;
+    char *k = malloc((n - 1) / 2 + 1);
+    if (!k)
+        return NULL;
+    for (size_t i = 0; i < (n - 1) / 2; i++) {
+        unsigned v;
+        if (sscanf(scope + 1 + 2 * i, "%2x", &v) != 1 || v == 0) {
+            free(k);
+            return NULL;
+        }
+        k[i] = (char)v;
+    }
+    k[(n - 1) / 2] = '\0';
+    return k;
+}
+
+/* The last version applied of `scope` (sync_lock held), 0 if none. */
+static uint64_t scope_version(struct cluster_limits *l, const char *scope)
+{
+    for (struct scope_seen *s = l->scopes; s; s = s->next)
+        if (strcmp(s->scope, scope) == 0)
+            return s->version;
+    return 0;
+}
+
+static void scope_set(struct cluster_limits *l, const char *scope, uint64_t version)
+{
+    for (struct scope_seen *s = l->scopes; s; s = s->next)
+        if (strcmp(s->scope, scope) == 0) {
+            if (version > s->version)
+                s->version = version;
+            return;
+        }
+    struct scope_seen *s = calloc(1, sizeof *s);
+    if (!s || !(s->scope = strdup(scope))) {
+        free(s);
+        return; /* out of memory: applied again at the next sync, harmlessly */
+    }
+    s->version = version;
+    s->next = l->scopes;
+    l->scopes = s;
+}
+
+/* --- the profile in force ------------------------------------------------------------------- */
+
+/* One record of `profiles`, parsed. */
+struct record {
+    const char *scope;
+    uint64_t version;
+    char flag;                        /* 'p' a PUT, 'r' a reset */
+    const char *text;                 /* may be empty: the scope's start profile */
+    size_t text_len;
+};
+
+static int by_version(const void *a, const void *b)
+{
+    const struct record *x = a, *y = b;
+    return x->version < y->version ? -1 : x->version > y->version;
+}
+
+/* Apply record r here (sync_lock held): parsed as PUT /__admin/profile parses a body. */
+static void apply_record(struct cluster_limits *l, const struct record *r)
+{
+    struct gateway *g = l->g;
+    struct profile *p = NULL;
+    char err[ERR_LEN];
+    if (r->text_len > 0 && admin_parse_profile(g, r->text, r->text_len, &p, err) != 0) {
+        fprintf(stderr, "fakegate: --store: the shared profile version %llu (scope %.40s) does "
+                        "not load here, the one in force stays: %s\n",
+                (unsigned long long)r->version, r->scope, err);
+        scope_set(l, r->scope, r->version);
+        return;
+    }
+    struct tenant *t = NULL;
+    if (r->scope[0] == 't') {
+        char *key = key_of_scope(r->scope);
+        bool full = false;
+        t = key ? gateway_tenant(g, key, true, &full) : NULL;
+        free(key);
+        if (!t) {
+            fprintf(stderr, "fakegate: --store: the shared profile version %llu is for a tenant "
+                            "this instance cannot hold (%s)\n", (unsigned long long)r->version,
+                    full ? "--max-tenants" : "out of memory");
+            profile_free(p);
+            scope_set(l, r->scope, r->version);
+            return;
+        }
+    }
+    if (r->flag == 'r')
+        t ? gateway_tenant_reapply(g, t, p, r->version) : gateway_reapply(g, p, r->version);
+    else if (p)
+        t ? gateway_apply_tenant_shared(g, t, p, r->version)
+          : gateway_apply_shared(g, p, r->version);
+    scope_set(l, r->scope, r->version);
+}
+
+/* Fetch every record and apply those newer than this instance's (sync_lock held). 0 or -1. */
+static int catch_up(struct cluster_limits *l)
+{
+    const char *argv[] = {NULL, NULL, "2", PREFIX "profile:ver", PREFIX "profiles"};
+    size_t lens[5] = {0, 0, 1, strlen(argv[3]), strlen(argv[4])};
+    redisReply *rep = cluster_script_run(l->c, &l->records, 5, argv, lens);
+    if (!rep)
+        return -1;
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
+        rep->element[1]->type != REDIS_REPLY_ARRAY) {
+        cluster_fail(l->c, "the profile records' reply is malformed");
+        freeReplyObject(rep);
+        return -1;
+    }
+    uint64_t ver = rep->element[0]->type == REDIS_REPLY_STRING
+                       ? strtoull(rep->element[0]->str, NULL, 10) : 0;
+    if (ver < atomic_load(&l->seen)) {
+        /* Versions went back: a Redis that came back empty (or flushed). Its records, from 1
+         * again, are all new here; the profile in force stays until one comes. */
+        for (struct scope_seen *sc = l->scopes; sc; sc = sc->next)
+            sc->version = 0;
+    }
+    const redisReply *h = rep->element[1];
+    size_t n = h->elements / 2, k = 0;
+    struct record *recs = calloc(n + 1, sizeof *recs);
+    if (!recs) {
+        freeReplyObject(rep);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *sc = h->element[2 * i], *rv = h->element[2 * i + 1];
+        if (sc->type != REDIS_REPLY_STRING || rv->type != REDIS_REPLY_STRING)
+            continue;
+        char *end;
+        struct record r = {.scope = sc->str, .version = strtoull(rv->str, &end, 10)};
+        if (end[0] != ' ' || !end[1] || end[2] != ' ')
+            continue;
+        r.flag = end[1];
+        r.text = end + 3;
+        r.text_len = rv->len - (size_t)(r.text - rv->str);
+        if (r.version > scope_version(l, r.scope))
+            recs[k++] = r;
+    }
+    qsort(recs, k, sizeof *recs, by_version);
+    for (size_t i = 0; i < k; i++)
+        apply_record(l, &recs[i]);
+    free(recs);
+    freeReplyObject(rep);
+    atomic_store(&l->seen, ver);
+    return 0;
+}
+
+int cluster_limits_start(struct cluster_limits *l, char err[ERR_LEN])
+{
+    pthread_mutex_lock(&l->sync_lock);
+    int rc = catch_up(l);
+    pthread_mutex_unlock(&l->sync_lock);
+    if (rc != 0) {
+        char msg[400];
+        cluster_message(l->c, msg, sizeof msg);
+        snprintf(err, ERR_LEN, "%s (reading the shared profiles)", msg);
+    }
+    return rc;
+}
+
+void cluster_limits_sync(struct cluster_limits *l)
+{
+    const char *argv[] = {"GET", PREFIX "profile:ver"};
+    size_t lens[] = {3, sizeof PREFIX "profile:ver" - 1};
+    redisReply *rep = cluster_run(l->c, 2, argv, lens);
+    if (!rep)
+        return;
+    uint64_t ver = rep->type == REDIS_REPLY_STRING ? strtoull(rep->str, NULL, 10) : 0;
+    freeReplyObject(rep);
+    if (ver == atomic_load(&l->seen))
+        return;
+    pthread_mutex_lock(&l->sync_lock);
+    if (ver != atomic_load(&l->seen))
+        catch_up(l);
+    pthread_mutex_unlock(&l->sync_lock);
+}
+
+int cluster_limits_publish(struct cluster_limits *l, struct tenant *t, const char *text,
+                           size_t len, bool reset, struct profile *p,
+                           cluster_limits_apply_fn apply, void *ctx)
+{
+    char scope[SCOPE_MAX + 1];
+    scope_of_key(t ? tenant_key(t) : NULL, scope);
+    const char *argv[] = {NULL, NULL, "2", PREFIX "profile:ver", PREFIX "profiles", scope,
+                          reset ? "r" : "p", text};
+    size_t lens[8] = {0, 0, 1, strlen(argv[3]), strlen(argv[4]), strlen(scope), 1, len};
+    pthread_mutex_lock(&l->sync_lock);
+    /* What others published before this goes first, so versions apply in order here too. */
+    catch_up(l);
+    redisReply *rep = cluster_script_run(l->c, &l->publish, text ? 8 : 7, argv, lens);
+    uint64_t v = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer > 0
+                     ? (uint64_t)rep->integer : 0;
+    if (rep && v == 0)
+        cluster_fail(l->c, "the profile publish script's reply is malformed");
+    freeReplyObject(rep);
+    int rc = -1;
+    if (v) {
+        rc = apply(l->g, t, p, v, ctx);
+        scope_set(l, scope, v);
+    } else {
+        profile_free(p);
+    }
+    pthread_mutex_unlock(&l->sync_lock);
+    return rc;
+}

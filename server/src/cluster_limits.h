@@ -1,0 +1,55 @@
+/* cluster_limits.h -- --store redis://: the profile in force shared by every instance on one
+ * Redis (docs/cluster.md §11.1): the profile each scope (the server, or a tenant) runs, with a
+ * version that names its applied state. Invariants: an instance applies a scope's
+ * profile only from the shared record (or its own publish, under the sync lock), in version
+ * order; none of this runs without --store redis:// (the in-memory path never calls it). */
+#ifndef FAKEGATE_CLUSTER_LIMITS_H
+#define FAKEGATE_CLUSTER_LIMITS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+struct cluster;
+struct gateway;
+struct profile;
+struct tenant;
+
+struct cluster_limits;
+
+/* A handle over cluster c for gateway g (both borrowed; they outlive it). NULL on out of
+ * memory. Thread: main. */
+struct cluster_limits *cluster_limits_new(struct cluster *c, struct gateway *g);
+/* Free l (NULL allowed). Thread: main, after every other thread that used it stopped. */
+void cluster_limits_free(struct cluster_limits *l);
+
+/* Adopt the profiles the cluster runs now (every scope's record, in version order), as an
+ * instance starting later must. 0, or -1 with a message in err ("--store URL: unreachable:
+ * ..."). A record this instance cannot parse (another --profiles-dir) is reported on stderr
+ * and skipped. Thread: main, before the daemon starts. */
+int cluster_limits_start(struct cluster_limits *l, char err[ERR_LEN]);
+
+/* At every request: one GET of the shared profile version; when another instance published
+ * since, apply every newer record (in version order) before this request is admitted.
+ * A store that is down changes nothing (the request's section answers 503). Thread: any. */
+void cluster_limits_sync(struct cluster_limits *l);
+
+/* What cluster_limits_apply_fn does with a validated profile (owned) stamped `version`. */
+typedef int (*cluster_limits_apply_fn)(struct gateway *g, struct tenant *t, struct profile *p,
+                                       uint64_t version, void *ctx);
+
+/* Publish a profile change of scope t (NULL: the server) and apply it here: one script takes
+ * the next version and stores (version, reset?, text) for the scope; then apply(g, t, p,
+ * version, ctx) runs, under the sync lock, so this instance's own sync never applies it
+ * twice. `text` (len bytes) is what PUT /__admin/profile or a reset's "profile" carried (a
+ * profile object or {"name": ...}), validated already into p (owned); NULL for a reset
+ * without one (the scope's text is kept: every instance applies its profile anew). Returns
+ * apply's value, or -1 when Redis could not be reached (p freed, nothing applied anywhere:
+ * the caller answers 503, gateway_refuse_store). Thread: any. */
+int cluster_limits_publish(struct cluster_limits *l, struct tenant *t, const char *text,
+                           size_t len, bool reset, struct profile *p,
+                           cluster_limits_apply_fn apply, void *ctx);
+
+#endif
