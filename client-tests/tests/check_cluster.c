@@ -6,7 +6,7 @@
  * with an instance SIGKILLed and restarted charges no paymentKey twice and leaves one ledger,
  * the same from every instance; Redis stopped gives 503s naming the store, no crash, and
  * service back within a second of its return. A profile PUT on one instance is in force on all
- * (and on one started later). Each case starts its own cluster on a fresh Redis. What
+ * (and on one started later); `times: 3` fires 3 times over the three. Each case starts its own cluster on a fresh Redis. What
  * is shared, and what is not yet (the journal and the report): docs/cluster.md §11.1. Not in `make test`: it needs redis-server and nginx
  * (scripts/install-deps cluster). */
 #define _GNU_SOURCE
@@ -729,6 +729,8 @@ END_TEST
 
 /* ---- the profile in force, `times` budgets, throttles and caps over the cluster ---------- */
 
+#define TIMES_BUDGET 3
+#define TIMES_REQUESTS 12
 
 /* A confirm route that answers every confirm 400 REJECT_CARD_COMPANY, `times` times in all
  * (0: always). */
@@ -801,6 +803,48 @@ START_TEST(test_profile_put_on_instance_1_in_force_on_every_instance_and_a_later
 }
 END_TEST
 
+START_TEST(test_times_3_fault_fires_exactly_3_times_over_requests_on_three_instances)
+{
+    fg_cluster *c = cluster_start(NULL);
+    char *profile = reject_profile("cluster-times", TIMES_BUDGET);
+    fg_response r;
+    cluster_put_profile(c, profile); /* on each: this case needs no shared profile */
+    free(profile);
+    int fired = 0, per[CLUSTER_N] = {0};
+    for (int k = 0; k < TIMES_REQUESTS; k++) {
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_times_%d", k);
+        snprintf(oid, sizeof oid, "order_times_%d", k);
+        confirm_fresh(c->inst[k % CLUSTER_N], pk, oid, 1000, NULL, 10000, &r);
+        ck_assert_msg(r.status == 200 || r.status == 400, "confirm %d: %ld %s", k, r.status,
+                      r.body);
+        if (r.status == 400) {
+            assert_error(&r, 400, "REJECT_CARD_COMPANY");
+            fired++;
+            per[k % CLUSTER_N]++;
+        }
+        fg_response_fini(&r);
+    }
+    ck_assert_msg(fired == TIMES_BUDGET, "a `times: %d` fault fired %d times over %d confirms "
+                  "spread on the instances (%d, %d, %d): the budget is per instance",
+                  TIMES_BUDGET, fired, TIMES_REQUESTS, per[0], per[1], per[2]);
+    /* A reset gives the budget back, cluster-wide. */
+    reset_now(c->inst[1]);
+    fired = 0;
+    for (int k = 0; k < TIMES_REQUESTS; k++) {
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_times2_%d", k);
+        snprintf(oid, sizeof oid, "order_times2_%d", k);
+        confirm_fresh(c->inst[(k + 1) % CLUSTER_N], pk, oid, 1000, NULL, 10000, &r);
+        fired += r.status == 400;
+        fg_response_fini(&r);
+    }
+    ck_assert_msg(fired == TIMES_BUDGET, "after a reset the budget fired %d times, want %d",
+                  fired, TIMES_BUDGET);
+    cluster_free(c);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *su = suite_create("cluster");
@@ -813,6 +857,7 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_attempts_1_fault_fires_once_per_identity_cluster_wide);
     tc = add_tcase(su, "limits_over_instances", 120);
     tcase_add_test(tc, test_profile_put_on_instance_1_in_force_on_every_instance_and_a_later_one);
+    tcase_add_test(tc, test_times_3_fault_fires_exactly_3_times_over_requests_on_three_instances);
     tc = add_tcase(su, "stress_with_instance_killed", 900);
     tcase_add_test(tc,
                    test_stress_through_nginx_instance_killed_and_restarted_charged_at_most_once);

@@ -1,11 +1,13 @@
-/* cluster_limits.c -- the profile in force shared over Redis (see
+/* cluster_limits.c -- the profile in force, budgets, buckets and caps shared over Redis (see
  * cluster_limits.h; docs/cluster.md §11.1). Keys, under "fakegate:": `profile:ver` (the last
  * version handed out), `profiles` (a hash: scope -> "VERSION FLAG TEXT", FLAG p for a PUT and
- * r for a reset, scope "-" the server's or "t" + the tenant's secret key in hex). Invariant: `seen` is a version whose records this instance has all applied. */
+ * r for a reset, scope "-" the server's or "t" + the tenant's secret key in hex),
+ * `times:SCOPE:VERSION:PHASE:ROUTE:FAULT` (uses of a budget). Invariant: `seen` is a version whose records this instance has all applied. */
 #define _GNU_SOURCE
 #include "cluster_limits.h"
 
 #include <hiredis/hiredis.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,6 +19,9 @@
 #include "gateway.h"
 
 #define PREFIX "fakegate:"
+/* A budget's uses are kept this long after its last take: far longer than a test run, and
+ * gone by themselves once their profile version is long replaced. */
+#define BUDGET_TTL_MS 86400000LL
 /* Longest scope written ("t" + 2 hex digits a byte of a secret key, cut here). */
 #define SCOPE_MAX 520
 
@@ -39,6 +44,11 @@ static const char PUBLISH_LUA[] =
 /* records: KEYS ver, profiles -> {version or false, {scope, record, ...}}. */
 static const char RECORDS_LUA[] =
     "return {redis.call('GET', KEYS[1]), redis.call('HGETALL', KEYS[2])}\n";
+/* take: KEYS budget; ARGV ttl_ms -> the uses so far, this one included. */
+static const char TAKE_LUA[] =
+    "local n = redis.call('INCR', KEYS[1])\n"
+    "redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"
+    "return n\n";
 /* A scope's last applied version (a list: scopes are the server and the tenants with a
  * profile of their own, a few). */
 struct scope_seen {
@@ -53,7 +63,7 @@ struct cluster_limits {
     _Atomic uint64_t seen;            /* the shared version as of the last sync */
     pthread_mutex_t sync_lock;        /* one sync or publish at a time; `scopes` */
     struct scope_seen *scopes;
-    struct cluster_script publish, records;
+    struct cluster_script publish, records, take;
 };
 
 struct cluster_limits *cluster_limits_new(struct cluster *c, struct gateway *g)
@@ -66,6 +76,7 @@ struct cluster_limits *cluster_limits_new(struct cluster *c, struct gateway *g)
     pthread_mutex_init(&l->sync_lock, NULL);
     l->publish = (struct cluster_script)CLUSTER_SCRIPT(PUBLISH_LUA);
     l->records = (struct cluster_script)CLUSTER_SCRIPT(RECORDS_LUA);
+    l->take = (struct cluster_script)CLUSTER_SCRIPT(TAKE_LUA);
     return l;
 }
 
@@ -308,4 +319,39 @@ int cluster_limits_publish(struct cluster_limits *l, struct tenant *t, const cha
     }
     pthread_mutex_unlock(&l->sync_lock);
     return rc;
+}
+
+/* --- budgets -------------------------------------------------------------------------------- */
+
+struct take_ctx {
+    struct cluster_limits *l;
+    const struct route_profile *rp;
+    char prefix[SCOPE_MAX + 96];      /* times:SCOPE:VERSION:PHASE:ROUTE: */
+};
+
+static bool take_shared(int index, void *arg)
+{
+    struct take_ctx *tc = arg;
+    char key[sizeof tc->prefix + 16], ttl[24];
+    snprintf(key, sizeof key, "%s%d", tc->prefix, index);
+    snprintf(ttl, sizeof ttl, "%lld", BUDGET_TTL_MS);
+    const char *argv[] = {NULL, NULL, "1", key, ttl};
+    size_t lens[5] = {0, 0, 1, strlen(key), strlen(ttl)};
+    redisReply *rep = cluster_script_run(tc->l->c, &tc->l->take, 5, argv, lens);
+    bool fire = rep && rep->type == REDIS_REPLY_INTEGER &&
+                rep->integer <= tc->rp->faults[index].times;
+    freeReplyObject(rep);
+    return fire;
+}
+
+void cluster_limits_plan(struct cluster_limits *l, struct live *cur, const struct tenant *t,
+                         enum route_id route, uint32_t attempt, struct rng *rng,
+                         struct plan *out)
+{
+    struct take_ctx tc = {l, profile_route(cur->profile, route), ""};
+    char scope[SCOPE_MAX + 1];
+    scope_of_key(tenant_key(t), scope);
+    snprintf(tc.prefix, sizeof tc.prefix, PREFIX "times:%s:%llu:%u:%d:", scope,
+             (unsigned long long)cur->version, cur->phase, (int)route);
+    fault_decide(tc.rp, attempt, rng, take_shared, &tc, out);
 }

@@ -1,6 +1,8 @@
-/* cluster_limits.h -- --store redis://: the profile in force shared by every instance on one
- * Redis (docs/cluster.md §11.1): the profile each scope (the server, or a tenant) runs, with a
- * version that names its applied state. Invariants: an instance applies a scope's
+/* cluster_limits.h -- --store redis://: the profile in force and what a profile's state counts,
+ * shared by every instance on one Redis (docs/cluster.md §11.1): the profile each scope (the
+ * server, or a tenant) runs, with a version; the `times` budgets, token buckets and concurrency
+ * caps of that state, kept in Redis under the version, so a budget of N fires N times and a
+ * bucket or a cap holds for the cluster's total. Invariants: an instance applies a scope's
  * profile only from the shared record (or its own publish, under the sync lock), in version
  * order; none of this runs without --store redis:// (the in-memory path never calls it). */
 #ifndef FAKEGATE_CLUSTER_LIMITS_H
@@ -11,6 +13,8 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "fault.h"
+#include "live.h"
 
 struct cluster;
 struct gateway;
@@ -51,5 +55,13 @@ typedef int (*cluster_limits_apply_fn)(struct gateway *g, struct tenant *t, stru
 int cluster_limits_publish(struct cluster_limits *l, struct tenant *t, const char *text,
                            size_t len, bool reset, struct profile *p,
                            cluster_limits_apply_fn apply, void *ctx);
+
+/* The plan of a request of `route` under `cur` (its tenant t): fault_decide as live_plan does,
+ * but a fault's `times` use is taken from a Redis counter of (tenant, cur's version and phase,
+ * route, fault): INCR, fired when the count is at most `times`. A store that is down grants
+ * no use. Thread: any. */
+void cluster_limits_plan(struct cluster_limits *l, struct live *cur, const struct tenant *t,
+                         enum route_id route, uint32_t attempt, struct rng *rng,
+                         struct plan *out);
 
 #endif

@@ -19,6 +19,7 @@
 #include "admin.h"
 #include "answer.h"
 #include "body.h"
+#include "cluster_limits.h"
 #include "common.h"
 #include "observe.h"
 #include "payments_int.h"
@@ -708,7 +709,11 @@ static void plan(struct gateway *g, struct request *r, const char *identity)
     struct rng rng;
     rng_seed_request(&rng, r->adm.seed, (int)r->route, identity, strlen(identity), r->attempt);
     struct plan pl;
-    live_plan(r->adm.live, r->route, r->attempt, &rng, &pl);
+    if (g->limits) /* --store redis://: `times` budgets counted cluster-wide */
+        cluster_limits_plan(g->limits, r->adm.live, r->adm.tenant, r->route, r->attempt, &rng,
+                            &pl);
+    else
+        live_plan(r->adm.live, r->route, r->attempt, &rng, &pl);
     if (r->adm.ovr_fault_profile) {
         /* X-Fakegate-Fault replaces the profile's faults for this request (its own draw). */
         struct plan ov;
