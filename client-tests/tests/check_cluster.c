@@ -6,7 +6,8 @@
  * with an instance SIGKILLed and restarted charges no paymentKey twice and leaves one ledger,
  * the same from every instance; Redis stopped gives 503s naming the store, no crash, and
  * service back within a second of its return. A profile PUT on one instance is in force on all
- * (and on one started later); `times: 3` fires 3 times over the three. Each case starts its own cluster on a fresh Redis. What
+ * (and on one started later); `times: 3` fires 3 times over the three; a token bucket holds
+ * for the cluster's total. Each case starts its own cluster on a fresh Redis. What
  * is shared, and what is not yet (the journal and the report): docs/cluster.md §11.1. Not in `make test`: it needs redis-server and nginx
  * (scripts/install-deps cluster). */
 #define _GNU_SOURCE
@@ -731,6 +732,10 @@ END_TEST
 
 #define TIMES_BUDGET 3
 #define TIMES_REQUESTS 12
+#define THROTTLE_RATE 5
+#define THROTTLE_BURST 5
+#define THROTTLE_REQUESTS 45
+#define THROTTLE_PACE_MS 50 /* about 4 times the rate: most are refused */
 
 /* A confirm route that answers every confirm 400 REJECT_CARD_COMPANY, `times` times in all
  * (0: always). */
@@ -845,6 +850,57 @@ START_TEST(test_times_3_fault_fires_exactly_3_times_over_requests_on_three_insta
 }
 END_TEST
 
+START_TEST(test_token_bucket_throttle_limits_the_cluster_total_with_retry_after)
+{
+    fg_cluster *c = cluster_start(NULL);
+    char buf[512];
+    snprintf(buf, sizeof buf,
+             "{'name':'cluster-throttle','routes':{'confirm':{'throttle':{'kind':'token_bucket',"
+             "'rate_per_s':%d,'burst':%d,'status':503,'code':'SERVICE_UNAVAILABLE',"
+             "'retry_after':{'format':'seconds','value':'auto'}}},"
+             "'default':{'latency':{'dist':'fixed','ms':0}}}}",
+             THROTTLE_RATE, THROTTLE_BURST);
+    char *profile = dq(buf);
+    fg_response r;
+    cluster_put_profile(c, profile); /* on each: this case needs no shared profile */
+    free(profile);
+    int admitted = 0, throttled = 0;
+    int64_t t0 = fg_now_ms();
+    for (int k = 0; k < THROTTLE_REQUESTS; k++) {
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_thr_%d", k);
+        snprintf(oid, sizeof oid, "order_thr_%d", k);
+        confirm_fresh(c->inst[k % CLUSTER_N], pk, oid, 1000, NULL, 10000, &r);
+        if (r.status == 200) {
+            admitted++;
+        } else {
+            assert_error(&r, 503, "SERVICE_UNAVAILABLE");
+            ck_assert_msg(strcmp(r.retry_after, "1") == 0,
+                          "a throttled confirm's Retry-After is '%s', want 1 (a token every "
+                          "%.1f s)", r.retry_after, 1.0 / THROTTLE_RATE);
+            throttled++;
+        }
+        fg_response_fini(&r);
+        fg_pause_ms(THROTTLE_PACE_MS); /* paces the load; nothing waits on the server here */
+    }
+    double elapsed_s = (double)(fg_now_ms() - t0) / 1000.0;
+    /* One bucket for the cluster: at most burst + rate x elapsed (+1 for the token refilled
+     * while the last request was on its way); three buckets would admit about three times
+     * that. */
+    double most = THROTTLE_BURST + THROTTLE_RATE * elapsed_s + 1;
+    printf("cluster throttle: %d of %d confirms over 3 instances admitted in %.2f s (%.1f/s; "
+           "the bucket allows at most %.0f: burst %d + %d/s)\n", admitted, THROTTLE_REQUESTS,
+           elapsed_s, admitted / elapsed_s, most, THROTTLE_BURST, THROTTLE_RATE);
+    fflush(stdout);
+    ck_assert_msg(admitted >= THROTTLE_BURST && admitted <= most,
+                  "%d confirms admitted over the cluster in %.2f s, want %d..%.0f (burst %d, "
+                  "%d/s): the bucket is per instance", admitted, elapsed_s, THROTTLE_BURST, most,
+                  THROTTLE_BURST, THROTTLE_RATE);
+    ck_assert_int_eq(admitted + throttled, THROTTLE_REQUESTS);
+    cluster_free(c);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *su = suite_create("cluster");
@@ -858,6 +914,7 @@ Suite *make_suite(void)
     tc = add_tcase(su, "limits_over_instances", 120);
     tcase_add_test(tc, test_profile_put_on_instance_1_in_force_on_every_instance_and_a_later_one);
     tcase_add_test(tc, test_times_3_fault_fires_exactly_3_times_over_requests_on_three_instances);
+    tcase_add_test(tc, test_token_bucket_throttle_limits_the_cluster_total_with_retry_after);
     tc = add_tcase(su, "stress_with_instance_killed", 900);
     tcase_add_test(tc,
                    test_stress_through_nginx_instance_killed_and_restarted_charged_at_most_once);

@@ -2,7 +2,8 @@
  * cluster_limits.h; docs/cluster.md §11.1). Keys, under "fakegate:": `profile:ver` (the last
  * version handed out), `profiles` (a hash: scope -> "VERSION FLAG TEXT", FLAG p for a PUT and
  * r for a reset, scope "-" the server's or "t" + the tenant's secret key in hex),
- * `times:SCOPE:VERSION:PHASE:ROUTE:FAULT` (uses of a budget). Invariant: `seen` is a version whose records this instance has all applied. */
+ * `times:SCOPE:VERSION:PHASE:ROUTE:FAULT` (uses of a budget) and `bucket:SCOPE:VERSION:PHASE:ROUTE`
+ * (a token bucket). Invariant: `seen` is a version whose records this instance has all applied. */
 #define _GNU_SOURCE
 #include "cluster_limits.h"
 
@@ -49,6 +50,25 @@ static const char TAKE_LUA[] =
     "local n = redis.call('INCR', KEYS[1])\n"
     "redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"
     "return n\n";
+/* bucket: KEYS bucket; ARGV rate_per_s, burst, ttl_ms -> {1, "0"} taken | {0, wait_s}. On
+ * Redis's clock (every instance's token comes out of one bucket); a bucket starts full and
+ * refills at rate up to burst, with throttle.c's epsilon. */
+static const char BUCKET_LUA[] =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+    "local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])\n"
+    "local v = redis.call('HMGET', KEYS[1], 'tokens', 'at')\n"
+    "local tokens, at = tonumber(v[1]), tonumber(v[2])\n"
+    "if not tokens then tokens = burst; at = now end\n"
+    "if now > at then\n"
+    "  tokens = math.min(burst, tokens + (now - at) / 1000000 * rate); at = now\n"
+    "end\n"
+    "local ok, wait = 0, 0\n"
+    "if tokens >= 1 - 1e-9 then tokens = tokens - 1; ok = 1\n"
+    "else wait = (1 - tokens) / rate end\n"
+    "redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'at', at)\n"
+    "redis.call('PEXPIRE', KEYS[1], ARGV[3])\n"
+    "return {ok, string.format('%.17g', wait)}\n";
 /* A scope's last applied version (a list: scopes are the server and the tenants with a
  * profile of their own, a few). */
 struct scope_seen {
@@ -63,7 +83,7 @@ struct cluster_limits {
     _Atomic uint64_t seen;            /* the shared version as of the last sync */
     pthread_mutex_t sync_lock;        /* one sync or publish at a time; `scopes` */
     struct scope_seen *scopes;
-    struct cluster_script publish, records, take;
+    struct cluster_script publish, records, take, bucket;
 };
 
 struct cluster_limits *cluster_limits_new(struct cluster *c, struct gateway *g)
@@ -77,6 +97,7 @@ struct cluster_limits *cluster_limits_new(struct cluster *c, struct gateway *g)
     l->publish = (struct cluster_script)CLUSTER_SCRIPT(PUBLISH_LUA);
     l->records = (struct cluster_script)CLUSTER_SCRIPT(RECORDS_LUA);
     l->take = (struct cluster_script)CLUSTER_SCRIPT(TAKE_LUA);
+    l->bucket = (struct cluster_script)CLUSTER_SCRIPT(BUCKET_LUA);
     return l;
 }
 
@@ -355,3 +376,73 @@ void cluster_limits_plan(struct cluster_limits *l, struct live *cur, const struc
              (unsigned long long)cur->version, cur->phase, (int)route);
     fault_decide(tc.rp, attempt, rng, take_shared, &tc, out);
 }
+
+/* --- buckets -------------------------------------------------------------------------------- */
+
+/* Take a token of the shared bucket of (t, cur, route). True if admitted; else *wait_s is the
+ * time until the next token. A store that is down admits. */
+static bool bucket_take_shared(struct cluster_limits *l, const struct live *cur,
+                               const char *scope, enum route_id route, const struct throttle *th,
+                               double *wait_s)
+{
+    char key[SCOPE_MAX + 96], rate[40], burst[40], ttl[24];
+    snprintf(key, sizeof key, PREFIX "bucket:%s:%llu:%u:%d", scope,
+             (unsigned long long)cur->version, cur->phase, (int)route);
+    snprintf(rate, sizeof rate, "%.17g", th->rate_per_s);
+    snprintf(burst, sizeof burst, "%.17g", th->burst);
+    /* Past burst / rate the bucket is full again: as good as absent. */
+    double full_ms = ceil(th->burst / th->rate_per_s * 1000.0) + 1000.0;
+    snprintf(ttl, sizeof ttl, "%lld", full_ms < 9e15 ? (long long)full_ms : 9000000000000000LL);
+    const char *argv[] = {NULL, NULL, "1", key, rate, burst, ttl};
+    size_t lens[7] = {0, 0, 1, strlen(key), strlen(rate), strlen(burst), strlen(ttl)};
+    redisReply *rep = cluster_script_run(l->c, &l->bucket, 7, argv, lens);
+    bool ok = true;
+    if (rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+        rep->element[0]->type == REDIS_REPLY_INTEGER &&
+        rep->element[1]->type == REDIS_REPLY_STRING) {
+        ok = rep->element[0]->integer == 1;
+        *wait_s = strtod(rep->element[1]->str, NULL);
+        if (!ok && !(*wait_s > 0))
+            *wait_s = 1e-6;
+    }
+    freeReplyObject(rep);
+    return ok;
+}
+
+void cluster_limits_admit(struct cluster_limits *l, struct live *cur, int64_t since_ns,
+                          struct flight *f, const struct tenant *t, enum route_id route,
+                          int64_t now_ns, struct admission *out)
+{
+    (void)now_ns;
+    memset(out, 0, sizeof *out);
+    const struct route_profile *rp = profile_route(cur->profile, route);
+    const struct throttle *th = &rp->throttle;
+    char scope[SCOPE_MAX + 1];
+    scope_of_key(tenant_key(t), scope);
+    double wait = 0;
+    bool refused = false;
+    if (th->kind == THROTTLE_TOKEN_BUCKET)
+        refused = !bucket_take_shared(l, cur, scope, route, th, &wait);
+    else if (th->kind == THROTTLE_WINDOW)
+        refused = window_throttled(th, since_ns, &wait);
+    if (refused) {
+        out->result = ADMIT_THROTTLED;
+        out->throttle = th;
+        out->retry_after_auto_s = retry_after_ceil(wait);
+        out->retry_after_wait_s = wait;
+        return;
+    }
+    /* The cap is this instance's, as live_admit counts it. */
+    long n = atomic_fetch_add(&f->in_flight[route], 1) + 1;
+    if (rp->concurrency.max_in_flight && n > (long)rp->concurrency.max_in_flight) {
+        atomic_fetch_sub(&f->in_flight[route], 1);
+        out->result = ADMIT_CAPPED;
+        out->cap = &rp->concurrency;
+        return;
+    }
+    long peak = atomic_load(&f->peak[route]);
+    while (n > peak && !atomic_compare_exchange_weak(&f->peak[route], &peak, n))
+        ;
+}
+
+

@@ -64,4 +64,13 @@ void cluster_limits_plan(struct cluster_limits *l, struct live *cur, const struc
                          enum route_id route, uint32_t attempt, struct rng *rng,
                          struct plan *out);
 
+/* live_admit for the cluster: a token-bucket throttle takes its token from a bucket in Redis
+ * (a Lua script on Redis's clock, the semantics of throttle.c's bucket_take), a window throttle
+ * is judged here; then the concurrency cap as live_admit's (this instance's count in f). On
+ * ADMIT_OK the request is counted in flight in f (flight_end when its response has ended). A
+ * store that is down admits (the request's section answers 503). Thread: any. */
+void cluster_limits_admit(struct cluster_limits *l, struct live *cur, int64_t since_ns,
+                          struct flight *f, const struct tenant *t, enum route_id route,
+                          int64_t now_ns, struct admission *out);
+
 #endif
