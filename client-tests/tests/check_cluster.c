@@ -6,8 +6,8 @@
  * with an instance SIGKILLed and restarted charges no paymentKey twice and leaves one ledger,
  * the same from every instance; Redis stopped gives 503s naming the store, no crash, and
  * service back within a second of its return. A profile PUT on one instance is in force on all
- * (and on one started later); `times: 3` fires 3 times over the three; a token bucket holds
- * for the cluster's total. Each case starts its own cluster on a fresh Redis. What
+ * (and on one started later); `times: 3` fires 3 times over the three; a token bucket and a
+ * concurrency cap hold for the cluster's total. Each case starts its own cluster on a fresh Redis. What
  * is shared, and what is not yet (the journal and the report): docs/cluster.md §11.1. Not in `make test`: it needs redis-server and nginx
  * (scripts/install-deps cluster). */
 #define _GNU_SOURCE
@@ -736,6 +736,9 @@ END_TEST
 #define THROTTLE_BURST 5
 #define THROTTLE_REQUESTS 45
 #define THROTTLE_PACE_MS 50 /* about 4 times the rate: most are refused */
+#define CAP_MAX 2
+#define CAP_HELD 6
+#define CAP_LATENCY_MS 2000
 
 /* A confirm route that answers every confirm 400 REJECT_CARD_COMPANY, `times` times in all
  * (0: always). */
@@ -901,6 +904,137 @@ START_TEST(test_token_bucket_throttle_limits_the_cluster_total_with_retry_after)
 }
 END_TEST
 
+struct held {
+    const fg_cluster *c;
+    int index;
+    pthread_barrier_t *bar;
+    fg_response r;
+};
+
+static void *held_one(void *arg)
+{
+    struct held *w = arg;
+    char pk[32], oid[32];
+    snprintf(pk, sizeof pk, "pk_cap_%d", w->index);
+    snprintf(oid, sizeof oid, "order_cap_%d", w->index);
+    pthread_barrier_wait(w->bar);
+    confirm_fresh(w->c->inst[w->index % CLUSTER_N], pk, oid, 1000, NULL, 20000, &w->r);
+    return NULL;
+}
+
+START_TEST(test_cap_2_admits_2_of_6_held_confirms_spread_over_instances)
+{
+    fg_cluster *c = cluster_start(NULL);
+    char buf[512];
+    snprintf(buf, sizeof buf,
+             "{'name':'cluster-cap','routes':{'confirm':{'latency':{'dist':'fixed','ms':%d},"
+             "'concurrency':{'max_in_flight':%d,'status':503,'code':'SERVICE_UNAVAILABLE'}},"
+             "'default':{'latency':{'dist':'fixed','ms':0}}}}",
+             CAP_LATENCY_MS, CAP_MAX);
+    char *profile = dq(buf);
+    fg_response r;
+    cluster_put_profile(c, profile); /* on each: this case needs no shared profile */
+    free(profile);
+    struct held w[CAP_HELD];
+    pthread_t t[CAP_HELD];
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, CAP_HELD);
+    for (int i = 0; i < CAP_HELD; i++) {
+        w[i] = (struct held){.c = c, .index = i, .bar = &bar};
+        ck_assert(pthread_create(&t[i], NULL, held_one, &w[i]) == 0);
+    }
+    for (int i = 0; i < CAP_HELD; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&bar);
+    int admitted = 0, capped = 0;
+    for (int i = 0; i < CAP_HELD; i++) {
+        ck_assert_msg(w[i].r.curl_code == CURLE_OK, "confirm %d: %s", i, w[i].r.curl_error);
+        if (w[i].r.status == 200) {
+            admitted++;
+        } else {
+            assert_error(&w[i].r, 503, "SERVICE_UNAVAILABLE");
+            /* Refused at once, while the admitted ones were held. */
+            ck_assert_msg(w[i].r.total_us < CAP_LATENCY_MS * 1000LL,
+                          "capped confirm %d took %lld us", i, (long long)w[i].r.total_us);
+            capped++;
+        }
+        fg_response_fini(&w[i].r);
+    }
+    ck_assert_msg(admitted == CAP_MAX, "cap %d: %d of %d confirms held at once over the "
+                  "instances were admitted (%d capped): the cap is per instance", CAP_MAX,
+                  admitted, CAP_HELD, capped);
+    /* The slots came back: the next confirm is admitted. */
+    confirm_fresh(c->inst[1], "pk_cap_after", "order_cap_after", 1000, NULL, 20000, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    cluster_free(c);
+}
+END_TEST
+
+struct lease_hold {
+    const fg_cluster *c;
+    fg_response r;
+};
+
+static void *lease_holder(void *arg)
+{
+    struct lease_hold *w = arg;
+    confirm_fresh(w->c->inst[0], "pk_lease_held", "order_lease_held", 1000, NULL, 30000, &w->r);
+    return NULL;
+}
+
+START_TEST(test_cap_slot_of_a_killed_instance_lapses_within_its_lease)
+{
+    fg_cluster *c = cluster_start(NULL);
+    char buf[512];
+    snprintf(buf, sizeof buf,
+             "{'name':'cluster-lease','routes':{'confirm':{'latency':{'dist':'fixed','ms':20000},"
+             "'concurrency':{'max_in_flight':1,'status':503,'code':'SERVICE_UNAVAILABLE'}},"
+             "'default':{'latency':{'dist':'fixed','ms':0}}}}");
+    char *profile = dq(buf);
+    cluster_put_profile(c, profile);
+    free(profile);
+    /* Instance 1 holds the one slot with a confirm of 20 s ... */
+    struct lease_hold held = {.c = c};
+    pthread_t t;
+    ck_assert(pthread_create(&t, NULL, lease_holder, &held) == 0);
+    ck_assert_msg(wait_pending(c->inst[0], "order_lease_held", 1, 5000) == 1,
+                  "instance 1 did not take the held confirm in 5 s");
+    fg_response r;
+    confirm_with(c->inst[1], "pk_lease_0", "order_lease_0", 1000, NULL,
+                 "X-Fakegate-Latency-Ms: 0", 10000, &r);
+    assert_error(&r, 503, "SERVICE_UNAVAILABLE");
+    fg_response_fini(&r);
+    /* ... and dies: its slot lapses with its lease (renewed every second, 3 s). */
+    cluster_kill(c, 0);
+    int64_t killed = fg_now_ms(), back = -1;
+    for (int k = 1; back < 0; k++) {
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_lease_%d", k);
+        snprintf(oid, sizeof oid, "order_lease_%d", k);
+        confirm_with(c->inst[1 + k % 2], pk, oid, 1000, NULL, "X-Fakegate-Latency-Ms: 0", 10000,
+                     &r);
+        if (r.status == 200)
+            back = fg_now_ms() - killed;
+        else
+            assert_error(&r, 503, "SERVICE_UNAVAILABLE");
+        fg_response_fini(&r);
+        ck_assert_msg(back >= 0 || fg_now_ms() - killed < 10000,
+                      "the killed instance's cap slot still held 10 s after its death");
+        if (back < 0)
+            fg_pause_ms(POLL_MS);
+    }
+    pthread_join(t, NULL);
+    ck_assert_msg(held.r.curl_code != CURLE_OK, "the held confirm on the killed instance was "
+                  "answered %ld", held.r.status);
+    fg_response_fini(&held.r);
+    printf("cluster cap: the slot of a SIGKILLed instance lapsed %" PRId64 " ms after its "
+           "death (a 3 s lease, renewed every second)\n", back);
+    fflush(stdout);
+    cluster_free(c);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *su = suite_create("cluster");
@@ -915,6 +1049,8 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_profile_put_on_instance_1_in_force_on_every_instance_and_a_later_one);
     tcase_add_test(tc, test_times_3_fault_fires_exactly_3_times_over_requests_on_three_instances);
     tcase_add_test(tc, test_token_bucket_throttle_limits_the_cluster_total_with_retry_after);
+    tcase_add_test(tc, test_cap_2_admits_2_of_6_held_confirms_spread_over_instances);
+    tcase_add_test(tc, test_cap_slot_of_a_killed_instance_lapses_within_its_lease);
     tc = add_tcase(su, "stress_with_instance_killed", 900);
     tcase_add_test(tc,
                    test_stress_through_nginx_instance_killed_and_restarted_charged_at_most_once);

@@ -199,7 +199,8 @@ static bool admit_profile(struct gateway *g, struct request *r)
     struct live *cur = live_current(root, now, &since);
     struct admission a;
     if (g->limits) /* --store redis://: the cluster's buckets and caps */
-        cluster_limits_admit(g->limits, cur, since, &tenant->flight, tenant, r->route, now, &a);
+        cluster_limits_admit(g->limits, cur, since, &tenant->flight, tenant, r->route, now, &a,
+                             &r->adm.cap_slot);
     else
         live_admit(cur, since, &tenant->flight, r->route, now, &a);
     if (a.result == ADMIT_THROTTLED) {

@@ -2,8 +2,9 @@
  * cluster_limits.h; docs/cluster.md §11.1). Keys, under "fakegate:": `profile:ver` (the last
  * version handed out), `profiles` (a hash: scope -> "VERSION FLAG TEXT", FLAG p for a PUT and
  * r for a reset, scope "-" the server's or "t" + the tenant's secret key in hex),
- * `times:SCOPE:VERSION:PHASE:ROUTE:FAULT` (uses of a budget) and `bucket:SCOPE:VERSION:PHASE:ROUTE`
- * (a token bucket). Invariant: `seen` is a version whose records this instance has all applied. */
+ * `times:SCOPE:VERSION:PHASE:ROUTE:FAULT` (uses of a budget), `bucket:SCOPE:VERSION:PHASE:ROUTE`
+ * (a token bucket) and `cap:SCOPE:ROUTE` (the slots in flight, a sorted set scored by lease
+ * expiry). Invariant: `seen` is a version whose records this instance has all applied. */
 #define _GNU_SOURCE
 #include "cluster_limits.h"
 
@@ -69,6 +70,31 @@ static const char BUCKET_LUA[] =
     "redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'at', at)\n"
     "redis.call('PEXPIRE', KEYS[1], ARGV[3])\n"
     "return {ok, string.format('%.17g', wait)}\n";
+/* cap: KEYS cap; ARGV max, member, lease_ms -> 1 taken | 0 full. */
+static const char CAP_LUA[] =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)\n"
+    "if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end\n"
+    "redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])\n"
+    "redis.call('PEXPIRE', KEYS[1], ARGV[3])\n"
+    "return 1\n";
+/* renew: KEYS cap...; ARGV lease_ms, member... (one per key) -> 0. */
+static const char RENEW_LUA[] =
+    "local t = redis.call('TIME')\n"
+    "local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])\n"
+    "for i = 1, #KEYS do\n"
+    "  redis.call('ZADD', KEYS[i], 'XX', at, ARGV[i + 1])\n"
+    "  redis.call('PEXPIRE', KEYS[i], ARGV[1])\n"
+    "end\n"
+    "return 0\n";
+
+/* A cap slot held by a request of this instance: the set's key and the member. */
+struct cluster_slot {
+    char *key, *member;
+    struct cluster_slot *prev, *next;
+};
+
 /* A scope's last applied version (a list: scopes are the server and the tenants with a
  * profile of their own, a few). */
 struct scope_seen {
@@ -83,7 +109,10 @@ struct cluster_limits {
     _Atomic uint64_t seen;            /* the shared version as of the last sync */
     pthread_mutex_t sync_lock;        /* one sync or publish at a time; `scopes` */
     struct scope_seen *scopes;
-    struct cluster_script publish, records, take, bucket;
+    struct cluster_script publish, records, take, bucket, cap, renew;
+    pthread_mutex_t slots_lock;
+    struct cluster_slot *slots;       /* held by this instance's requests in flight */
+    _Atomic uint64_t next_slot;
 };
 
 struct cluster_limits *cluster_limits_new(struct cluster *c, struct gateway *g)
@@ -94,10 +123,13 @@ struct cluster_limits *cluster_limits_new(struct cluster *c, struct gateway *g)
     l->c = c;
     l->g = g;
     pthread_mutex_init(&l->sync_lock, NULL);
+    pthread_mutex_init(&l->slots_lock, NULL);
     l->publish = (struct cluster_script)CLUSTER_SCRIPT(PUBLISH_LUA);
     l->records = (struct cluster_script)CLUSTER_SCRIPT(RECORDS_LUA);
     l->take = (struct cluster_script)CLUSTER_SCRIPT(TAKE_LUA);
     l->bucket = (struct cluster_script)CLUSTER_SCRIPT(BUCKET_LUA);
+    l->cap = (struct cluster_script)CLUSTER_SCRIPT(CAP_LUA);
+    l->renew = (struct cluster_script)CLUSTER_SCRIPT(RENEW_LUA);
     return l;
 }
 
@@ -110,7 +142,14 @@ void cluster_limits_free(struct cluster_limits *l)
         free(s->scope);
         free(s);
     }
+    for (struct cluster_slot *s = l->slots, *next; s; s = next) {
+        next = s->next;
+        free(s->key);
+        free(s->member);
+        free(s);
+    }
     pthread_mutex_destroy(&l->sync_lock);
+    pthread_mutex_destroy(&l->slots_lock);
     free(l);
 }
 
@@ -377,7 +416,7 @@ void cluster_limits_plan(struct cluster_limits *l, struct live *cur, const struc
     fault_decide(tc.rp, attempt, rng, take_shared, &tc, out);
 }
 
-/* --- buckets -------------------------------------------------------------------------------- */
+/* --- buckets and caps ----------------------------------------------------------------------- */
 
 /* Take a token of the shared bucket of (t, cur, route). True if admitted; else *wait_s is the
  * time until the next token. A store that is down admits. */
@@ -409,12 +448,51 @@ static bool bucket_take_shared(struct cluster_limits *l, const struct live *cur,
     return ok;
 }
 
+/* Take a slot of the set `key`, which holds at most `max`. 1 taken (*out set), 0 full, -1
+ * store down. */
+static int slot_take(struct cluster_limits *l, const char *key, long max,
+                     struct cluster_slot **out)
+{
+    char member[64], maxs[24], lease[24];
+    snprintf(member, sizeof member, "%016llx:%llu",
+             (unsigned long long)cluster_instance(l->c),
+             (unsigned long long)atomic_fetch_add(&l->next_slot, 1));
+    snprintf(maxs, sizeof maxs, "%ld", max);
+    snprintf(lease, sizeof lease, "%d", CLUSTER_LIMITS_SLOT_LEASE_MS);
+    const char *argv[] = {NULL, NULL, "1", key, maxs, member, lease};
+    size_t lens[7] = {0, 0, 1, strlen(key), strlen(maxs), strlen(member), strlen(lease)};
+    struct cluster_slot *s = calloc(1, sizeof *s);
+    if (!s || !(s->key = strdup(key)) || !(s->member = strdup(member))) {
+        if (s)
+            free(s->key);
+        free(s);
+        return -1;
+    }
+    /* Listed before it is taken: a renewal never misses a slot that exists. */
+    pthread_mutex_lock(&l->slots_lock);
+    s->next = l->slots;
+    if (l->slots)
+        l->slots->prev = s;
+    l->slots = s;
+    pthread_mutex_unlock(&l->slots_lock);
+    redisReply *rep = cluster_script_run(l->c, &l->cap, 7, argv, lens);
+    int rc = rep && rep->type == REDIS_REPLY_INTEGER ? (int)rep->integer : -1;
+    freeReplyObject(rep);
+    if (rc == 1) {
+        *out = s;
+        return 1;
+    }
+    cluster_limits_release(l, s); /* nothing to give back, but unlisted and freed alike */
+    return rc;
+}
+
 void cluster_limits_admit(struct cluster_limits *l, struct live *cur, int64_t since_ns,
                           struct flight *f, const struct tenant *t, enum route_id route,
-                          int64_t now_ns, struct admission *out)
+                          int64_t now_ns, struct admission *out, struct cluster_slot **slot)
 {
     (void)now_ns;
     memset(out, 0, sizeof *out);
+    *slot = NULL;
     const struct route_profile *rp = profile_route(cur->profile, route);
     const struct throttle *th = &rp->throttle;
     char scope[SCOPE_MAX + 1];
@@ -432,17 +510,74 @@ void cluster_limits_admit(struct cluster_limits *l, struct live *cur, int64_t si
         out->retry_after_wait_s = wait;
         return;
     }
-    /* The cap is this instance's, as live_admit counts it. */
-    long n = atomic_fetch_add(&f->in_flight[route], 1) + 1;
-    if (rp->concurrency.max_in_flight && n > (long)rp->concurrency.max_in_flight) {
-        atomic_fetch_sub(&f->in_flight[route], 1);
+    char key[SCOPE_MAX + 64];
+    snprintf(key, sizeof key, PREFIX "cap:%s:%d", scope, (int)route);
+    if (rp->concurrency.max_in_flight &&
+        slot_take(l, key, (long)rp->concurrency.max_in_flight, slot) == 0) {
         out->result = ADMIT_CAPPED;
         out->cap = &rp->concurrency;
         return;
     }
-    long peak = atomic_load(&f->peak[route]);
-    while (n > peak && !atomic_compare_exchange_weak(&f->peak[route], &peak, n))
-        ;
+    flight_begin(f, route); /* this tenant's count here: its peaks, /metrics */
 }
 
+void cluster_limits_release(struct cluster_limits *l, struct cluster_slot *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&l->slots_lock);
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        l->slots = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    pthread_mutex_unlock(&l->slots_lock);
+    const char *argv[] = {"ZREM", s->key, s->member};
+    size_t lens[] = {4, strlen(s->key), strlen(s->member)};
+    freeReplyObject(cluster_run(l->c, 3, argv, lens));
+    free(s->key);
+    free(s->member);
+    free(s);
+}
 
+void cluster_limits_heartbeat(struct cluster_limits *l)
+{
+    /* The slots' names are copied out, so no request waits on the round trip. */
+    pthread_mutex_lock(&l->slots_lock);
+    size_t n = 0;
+    for (struct cluster_slot *s = l->slots; s; s = s->next)
+        n++;
+    const char **argv = n ? calloc(2 * n + 4, sizeof *argv) : NULL;
+    size_t *lens = n ? calloc(2 * n + 4, sizeof *lens) : NULL;
+    char **own = n ? calloc(2 * n, sizeof *own) : NULL;
+    char lease[24], nkeys[24];
+    snprintf(lease, sizeof lease, "%d", CLUSTER_LIMITS_SLOT_LEASE_MS);
+    snprintf(nkeys, sizeof nkeys, "%zu", n);
+    bool ok = argv && lens && own;
+    size_t i = 0;
+    for (struct cluster_slot *s = l->slots; ok && s; s = s->next, i++) {
+        own[i] = strdup(s->key);
+        own[n + i] = strdup(s->member);
+        ok = own[i] && own[n + i];
+    }
+    pthread_mutex_unlock(&l->slots_lock);
+    if (ok) {
+        argv[2] = nkeys;
+        lens[2] = strlen(nkeys);
+        for (size_t j = 0; j < n; j++) {
+            argv[3 + j] = own[j];
+            lens[3 + j] = strlen(own[j]);
+            argv[4 + n + j] = own[n + j];
+            lens[4 + n + j] = strlen(own[n + j]);
+        }
+        argv[3 + n] = lease;
+        lens[3 + n] = strlen(lease);
+        freeReplyObject(cluster_script_run(l->c, &l->renew, (int)(2 * n + 4), argv, lens));
+    }
+    for (size_t j = 0; own && j < 2 * n; j++)
+        free(own[j]);
+    free(own);
+    free(argv);
+    free(lens);
+}

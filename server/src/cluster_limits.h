@@ -66,11 +66,25 @@ void cluster_limits_plan(struct cluster_limits *l, struct live *cur, const struc
 
 /* live_admit for the cluster: a token-bucket throttle takes its token from a bucket in Redis
  * (a Lua script on Redis's clock, the semantics of throttle.c's bucket_take), a window throttle
- * is judged here; then the concurrency cap as live_admit's (this instance's count in f). On
- * ADMIT_OK the request is counted in flight in f (flight_end when its response has ended). A
- * store that is down admits (the request's section answers 503). Thread: any. */
+ * is judged here; then the request is counted in flight in f and, under a concurrency cap,
+ * takes one of max_in_flight slots of a shared set (a Lua script: slots past their lease are
+ * dropped, then a slot added if fewer are held). *slot receives the slot taken (NULL when
+ * none); the caller gives it back with cluster_limits_release when the response has ended.
+ * A store that is down admits (the request's section answers 503). Thread: any. */
+struct cluster_slot;
 void cluster_limits_admit(struct cluster_limits *l, struct live *cur, int64_t since_ns,
                           struct flight *f, const struct tenant *t, enum route_id route,
-                          int64_t now_ns, struct admission *out);
+                          int64_t now_ns, struct admission *out, struct cluster_slot **slot);
+
+/* Give back (ZREM) and free a slot cluster_limits_admit took (NULL does nothing). Thread:
+ * any. */
+void cluster_limits_release(struct cluster_limits *l, struct cluster_slot *slot);
+
+/* Renew the lease of every slot this instance holds (the 1 s sweep): a slot of an instance
+ * that died lapses CLUSTER_LIMITS_SLOT_LEASE_MS after its last renewal. Thread: any. */
+void cluster_limits_heartbeat(struct cluster_limits *l);
+
+/* A cap slot's lease, ms: renewed every second while its request is in flight. */
+#define CLUSTER_LIMITS_SLOT_LEASE_MS 3000
 
 #endif

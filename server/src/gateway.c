@@ -264,6 +264,8 @@ size_t gateway_sweep_expired(struct gateway *g)
     size_t n = 0;
     if (g->cluster) /* once a second: this instance is alive (and each section catches up) */
         cluster_heartbeat(g->cluster);
+    if (g->limits) /* the cap slots of requests in flight here are still held */
+        cluster_limits_heartbeat(g->limits);
     for (struct tenant *t = gateway_tenant_next(g, NULL); t; t = gateway_tenant_next(g, t)) {
         gateway_tenant_txn(g, t, sweep_locked, &n);
         bool more = true;

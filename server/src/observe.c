@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "cluster_limits.h"
 #include "common.h"
 
 /* The report that judges r: its tenant's, or the server's own for a request refused before a
@@ -238,6 +239,9 @@ static void end_flight(struct gateway *g, struct request *r)
     if (r->adm.in_flight) {
         flight_end(&g->flight, r->route);
         flight_end(&r->adm.tenant->flight, r->route);
+        if (r->adm.cap_slot)
+            cluster_limits_release(g->limits, r->adm.cap_slot);
+        r->adm.cap_slot = NULL;
     }
     r->adm.in_flight = false;
 }

@@ -107,6 +107,8 @@ struct admit_state {
                               arrived under (applied or X-Fakegate-Profile), else the start's */
     uint64_t generation;   /* the reset generation it was admitted in (gateway_txn checks it) */
     bool in_flight;        /* counted in flight from arrival to the end of its response */
+    struct cluster_slot *cap_slot; /* --store redis://: its slot of a shared concurrency cap
+                              (cluster_limits.h), given back with in_flight; NULL without */
     struct profile *ovr_fault_profile; /* owned: X-Fakegate-Fault parsed as a one-fault profile */
     double ovr_latency_ms; /* X-Fakegate-Latency-Ms (>= 0), or -1 for none */
 };
