@@ -7,7 +7,8 @@
  * the same from every instance; Redis stopped gives 503s naming the store, no crash, and
  * service back within a second of its return. A profile PUT on one instance is in force on all
  * (and on one started later); `times: 3` fires 3 times over the three; a token bucket and a
- * concurrency cap hold for the cluster's total. Each case starts its own cluster on a fresh Redis. What
+ * concurrency cap hold for the cluster's total; a confirm of a paymentKey another instance is
+ * confirming is refused at its checks. Each case starts its own cluster on a fresh Redis. What
  * is shared, and what is not yet (the journal and the report): docs/cluster.md §11.1. Not in `make test`: it needs redis-server and nginx
  * (scripts/install-deps cluster). */
 #define _GNU_SOURCE
@@ -1035,6 +1036,64 @@ START_TEST(test_cap_slot_of_a_killed_instance_lapses_within_its_lease)
 }
 END_TEST
 
+#define MARK_LATENCY_MS 1500
+
+struct mark_first {
+    const fg_cluster *c;
+    fg_response r;
+};
+
+static void *mark_first_one(void *arg)
+{
+    struct mark_first *w = arg;
+    confirm_fresh(w->c->inst[0], "pk_mark", "order_mark", 1000, "mark-key-1", 20000, &w->r);
+    return NULL;
+}
+
+START_TEST(test_confirm_of_a_payment_in_progress_on_another_instance_refused_at_its_checks)
+{
+    fg_cluster *c = cluster_start(NULL);
+    char *profile = confirm_latency_profile("cluster-mark", MARK_LATENCY_MS);
+    cluster_put_profile(c, profile);
+    free(profile);
+    struct mark_first w = {.c = c};
+    pthread_t t;
+    ck_assert(pthread_create(&t, NULL, mark_first_one, &w) == 0);
+    /* The payment exists once the first confirm has passed its checks (its section made it). */
+    int64_t deadline = fg_now_ms() + 5000;
+    for (;;) {
+        json_t *a = fg_admin_payments(c->inst[0], "order_mark");
+        size_t n = a ? json_array_size(a) : 0;
+        json_decref(a);
+        if (n == 1)
+            break;
+        ck_assert_msg(fg_now_ms() < deadline, "the first confirm made no payment in 5 s");
+        fg_pause_ms(5);
+    }
+    fg_response second;
+    confirm_fresh(c->inst[1], "pk_mark", "order_mark", 1000, "mark-key-2", 20000, &second);
+    pthread_join(t, NULL);
+    assert_status(&w.r, 200);
+    assert_error(&second, 400, "ALREADY_PROCESSING_REQUEST");
+    /* At its checks, as on one instance: answered while the first was still held, not after a
+     * latency of its own (where the commit's check would have caught it). */
+    ck_assert_msg(second.done_ns < w.r.done_ns,
+                  "the second confirm (instance 2) was answered %.0f ms after the first "
+                  "(instance 1): it passed its checks and was caught only at its commit",
+                  (double)(second.done_ns - w.r.done_ns) / 1e6);
+    for (int i = 0; i < CLUSTER_N; i++)
+        assert_charged_once(c->inst[i], "pk_mark", "order_mark");
+    /* Not stored under its key: sent again now, it is judged again (already processed). */
+    fg_response again;
+    confirm_fresh(c->inst[2], "pk_mark", "order_mark", 1000, "mark-key-2", 20000, &again);
+    assert_error(&again, 400, "ALREADY_PROCESSED_PAYMENT");
+    fg_response_fini(&again);
+    fg_response_fini(&second);
+    fg_response_fini(&w.r);
+    cluster_free(c);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *su = suite_create("cluster");
@@ -1051,6 +1110,8 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_token_bucket_throttle_limits_the_cluster_total_with_retry_after);
     tcase_add_test(tc, test_cap_2_admits_2_of_6_held_confirms_spread_over_instances);
     tcase_add_test(tc, test_cap_slot_of_a_killed_instance_lapses_within_its_lease);
+    tcase_add_test(tc,
+                   test_confirm_of_a_payment_in_progress_on_another_instance_refused_at_its_checks);
     tc = add_tcase(su, "stress_with_instance_killed", 900);
     tcase_add_test(tc,
                    test_stress_through_nginx_instance_killed_and_restarted_charged_at_most_once);

@@ -3,8 +3,9 @@
  * version handed out), `profiles` (a hash: scope -> "VERSION FLAG TEXT", FLAG p for a PUT and
  * r for a reset, scope "-" the server's or "t" + the tenant's secret key in hex),
  * `times:SCOPE:VERSION:PHASE:ROUTE:FAULT` (uses of a budget), `bucket:SCOPE:VERSION:PHASE:ROUTE`
- * (a token bucket) and `cap:SCOPE:ROUTE` (the slots in flight, a sorted set scored by lease
- * expiry). Invariant: `seen` is a version whose records this instance has all applied. */
+ * (a token bucket), `cap:SCOPE:ROUTE` (the slots in flight, a sorted set scored by lease
+ * expiry) and `processing:SCOPE:PAYMENTKEY` (a set of at most one such slot: a confirm's
+ * mark). Invariant: `seen` is a version whose records this instance has all applied. */
 #define _GNU_SOURCE
 #include "cluster_limits.h"
 
@@ -519,6 +520,22 @@ void cluster_limits_admit(struct cluster_limits *l, struct live *cur, int64_t si
         return;
     }
     flight_begin(f, route); /* this tenant's count here: its peaks, /metrics */
+}
+
+int cluster_limits_mark(struct cluster_limits *l, const struct tenant *t,
+                        const char *payment_key, struct cluster_slot **mark)
+{
+    char scope[SCOPE_MAX + 1];
+    scope_of_key(tenant_key(t), scope);
+    size_t n = sizeof PREFIX + strlen(scope) + strlen(payment_key) + 16;
+    char *key = malloc(n);
+    if (!key)
+        return -1;
+    snprintf(key, n, PREFIX "processing:%s:%s", scope, payment_key);
+    *mark = NULL;
+    int rc = slot_take(l, key, 1, mark);
+    free(key);
+    return rc;
 }
 
 void cluster_limits_release(struct cluster_limits *l, struct cluster_slot *s)

@@ -80,6 +80,14 @@ void cluster_limits_admit(struct cluster_limits *l, struct live *cur, int64_t si
  * any. */
 void cluster_limits_release(struct cluster_limits *l, struct cluster_slot *slot);
 
+/* The `processing` mark of payment `payment_key` of tenant t, shared (a slot of a set of one,
+ * as cluster_limits_admit takes: docs/cluster.md §11.1): 1 taken (*mark set: give it back with
+ * cluster_limits_release at the commit), 0 held by a confirm on some instance (answer
+ * ALREADY_PROCESSING_REQUEST), -1 store down (*mark NULL; the section fails or the commit's
+ * check catches a race). Thread: any, inside a section (store lock held). */
+int cluster_limits_mark(struct cluster_limits *l, const struct tenant *t,
+                        const char *payment_key, struct cluster_slot **mark);
+
 /* Renew the lease of every slot this instance holds (the 1 s sweep): a slot of an instance
  * that died lapses CLUSTER_LIMITS_SLOT_LEASE_MS after its last renewal. Thread: any. */
 void cluster_limits_heartbeat(struct cluster_limits *l);

@@ -243,6 +243,11 @@ static void end_flight(struct gateway *g, struct request *r)
             cluster_limits_release(g->limits, r->adm.cap_slot);
         r->adm.cap_slot = NULL;
     }
+    /* A confirm whose commit never ran (a reset overtook it, the store failed) gives its
+     * payment's mark back here. */
+    if (r->processing_mark)
+        cluster_limits_release(g->limits, r->processing_mark);
+    r->processing_mark = NULL;
     r->adm.in_flight = false;
 }
 

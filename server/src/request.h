@@ -210,6 +210,9 @@ struct request {
                                   while adm.generation is the store's */
     struct payment *payment; /* confirm: the payment of payment_key, found or created at
                                 arrival (borrowed; valid while adm.generation is the store's) */
+    struct cluster_slot *processing_mark; /* --store redis://: the cluster's `processing` mark
+                                of its payment (cluster_limits_mark), held from its checks to
+                                its commit; NULL without */
 
     struct response resp;
 };
