@@ -731,6 +731,7 @@ END_TEST
 
 /* ---- the profile in force, `times` budgets, throttles and caps over the cluster ---------- */
 
+#define CLUSTER_TENANT "test_sk_cluster_tenant"
 #define TIMES_BUDGET 3
 #define TIMES_REQUESTS 12
 #define THROTTLE_RATE 5
@@ -794,10 +795,33 @@ START_TEST(test_profile_put_on_instance_1_in_force_on_every_instance_and_a_later
     fg_response_fini(&r);
     for (int i = 0; i < CLUSTER_N; i++)
         assert_profile_name(c, i, "cluster-shared");
-    /* An instance started after the PUT adopts it. */
+    /* A tenant's own profile, PUT on instance 2, is that tenant's on every instance. */
+    char *own = dq("{'name':'cluster-tenant','routes':{'default':{'latency':{'dist':'fixed',"
+                   "'ms':0}}}}");
+    admin_call(c->inst[1], "PUT", "/__admin/profile", own, "X-Fakegate-Tenant: " CLUSTER_TENANT,
+               &r);
+    ck_assert_msg(r.status == 200, "tenant PUT on instance 2: %ld %s", r.status, r.body);
+    fg_response_fini(&r);
+    free(own);
+    /* An instance started after the PUTs adopts them. */
     cluster_kill(c, 2);
     cluster_restart(c, 2);
     assert_profile_name(c, 2, "cluster-shared");
+    for (int i = 0; i < CLUSTER_N; i++) {
+        admin_call(c->inst[i], "GET", "/__admin/profile", NULL,
+                   "X-Fakegate-Tenant: " CLUSTER_TENANT, &r);
+        ck_assert_msg(r.status == 200 && r.json && strcmp(json_str(r.json, "name"),
+                                                          "cluster-tenant") == 0,
+                      "instance %d: the tenant's profile is not the one PUT on instance 2: %ld "
+                      "%.300s", i + 1, r.status, r.body);
+        fg_response_fini(&r);
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_tenant_%d", i);
+        snprintf(oid, sizeof oid, "order_tenant_%d", i);
+        confirm_as_key(c->inst[i], CLUSTER_TENANT, pk, oid, 1000, NULL, 10000, &r);
+        assert_status(&r, 200); /* its own profile has no fault; the server's rejects */
+        fg_response_fini(&r);
+    }
     /* A reset on instance 3 with another profile: in force on 1 and 2. */
     admin_call(c->inst[2], "POST", "/__admin/reset", "{\"profile\": \"normal\"}", NULL, &r);
     ck_assert_msg(r.status == 200, "reset on instance 3: %ld %s", r.status, r.body);

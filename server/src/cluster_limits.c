@@ -1,11 +1,12 @@
 /* cluster_limits.c -- the profile in force, budgets, buckets and caps shared over Redis (see
  * cluster_limits.h; docs/cluster.md §11.1). Keys, under "fakegate:": `profile:ver` (the last
  * version handed out), `profiles` (a hash: scope -> "VERSION FLAG TEXT", FLAG p for a PUT and
- * r for a reset, scope "-" the server's or "t" + the tenant's secret key in hex),
- * `times:SCOPE:VERSION:PHASE:ROUTE:FAULT` (uses of a budget), `bucket:SCOPE:VERSION:PHASE:ROUTE`
- * (a token bucket), `cap:SCOPE:ROUTE` (the slots in flight, a sorted set scored by lease
- * expiry) and `processing:SCOPE:PAYMENTKEY` (a set of at most one such slot: a confirm's
- * mark). Invariant: `seen` is a version whose records this instance has all applied. */
+ * r for a reset, scope "-" the server's or "t" + the tenant's secret key), and, SCOPE "-" or
+ * "t" + the key in hex (its first 259 bytes), `times:SCOPE:VERSION:PHASE:ROUTE:FAULT` (uses of
+ * a budget), `bucket:SCOPE:VERSION:PHASE:ROUTE` (a token bucket), `cap:SCOPE:ROUTE` (the slots
+ * in flight, a sorted set scored by lease expiry) and `processing:SCOPE:PAYMENTKEY` (a set of
+ * at most one such slot: a confirm's mark). Invariant: `seen` is a version whose records this
+ * instance has all applied. */
 #define _GNU_SOURCE
 #include "cluster_limits.h"
 
@@ -170,25 +171,17 @@ static void scope_of_key(const char *key, char *b)
     b[k] = '\0';
 }
 
-/* The secret key of scope "t<hex>" (caller frees), or NULL. */
-static char *key_of_scope(const char *scope)
+/* A profile record's scope, whole (a field of the hash, so any length): "-" for no key, else
+ * "t" + the key. Caller frees; NULL on out of memory. */
+static char *record_scope(const char *key)
 {
-    size_t n = strlen(scope);
-    if (scope[0] != 't' || n % 2 == 0 || n < 3)
-        return NULL;
-    char *k = malloc((n - 1) / 2 + 1);
-    if (!k)
-        return NULL;
-    for (size_t i = 0; i < (n - 1) / 2; i++) {
-        unsigned v;
-        if (sscanf(scope + 1 + 2 * i, "%2x", &v) != 1 || v == 0) {
-            free(k);
-            return NULL;
-        }
-        k[i] = (char)v;
+    size_t n = key ? strlen(key) : 0;
+    char *s = malloc(n + 2);
+    if (s) {
+        s[0] = key ? 't' : '-';
+        memcpy(s + 1, key ? key : "", n + 1);
     }
-    k[(n - 1) / 2] = '\0';
-    return k;
+    return s;
 }
 
 /* The last version applied of `scope` (sync_lock held), 0 if none. */
@@ -250,10 +243,8 @@ static void apply_record(struct cluster_limits *l, const struct record *r)
     }
     struct tenant *t = NULL;
     if (r->scope[0] == 't') {
-        char *key = key_of_scope(r->scope);
         bool full = false;
-        t = key ? gateway_tenant(g, key, true, &full) : NULL;
-        free(key);
+        t = gateway_tenant(g, r->scope + 1, true, &full);
         if (!t) {
             fprintf(stderr, "fakegate: --store: the shared profile version %llu is for a tenant "
                             "this instance cannot hold (%s)\n", (unsigned long long)r->version,
@@ -357,8 +348,12 @@ int cluster_limits_publish(struct cluster_limits *l, struct tenant *t, const cha
                            size_t len, bool reset, struct profile *p,
                            cluster_limits_apply_fn apply, void *ctx)
 {
-    char scope[SCOPE_MAX + 1];
-    scope_of_key(t ? tenant_key(t) : NULL, scope);
+    char *scope = record_scope(t ? tenant_key(t) : NULL);
+    if (!scope) {
+        cluster_fail(l->c, "out of memory");
+        profile_free(p);
+        return -1;
+    }
     const char *argv[] = {NULL, NULL, "2", PREFIX "profile:ver", PREFIX "profiles", scope,
                           reset ? "r" : "p", text};
     size_t lens[8] = {0, 0, 1, strlen(argv[3]), strlen(argv[4]), strlen(scope), 1, len};
@@ -379,6 +374,7 @@ int cluster_limits_publish(struct cluster_limits *l, struct tenant *t, const cha
         profile_free(p);
     }
     pthread_mutex_unlock(&l->sync_lock);
+    free(scope);
     return rc;
 }
 
