@@ -30,9 +30,10 @@
 #                         (--store redis://...) and nginx in front, on free loopback ports, and
 #                         the cluster suite (client-tests/tests/check_cluster.c) against them:
 #                         one key raced over the instances, a lost response replayed elsewhere,
-#                         attempts counted cluster-wide, a 10^4-request stress through nginx with
-#                         an instance killed (CLUSTER_STRESS=100000: the full 10^5), Redis stopped
-#                         (not in make test)
+#                         attempts counted cluster-wide, the profile in force, `times` budgets,
+#                         a throttle, a cap and the processing mark shared, a 10^4-request
+#                         stress through nginx with an instance killed (CLUSTER_STRESS=100000:
+#                         the full 10^5), Redis stopped (not in make test)
 #   make interop          got, axios-retry, fetch-retry, p-retry, cockatiel, opossum, urllib3,
 #                         requests, tenacity, curl --retry, libcurl and the Toss SDK
 #                         toss-payments-server-api against fakegate

@@ -11,10 +11,13 @@
  * return; webhook deliveries come from one due-time queue in Redis: a retry after a 500 is sent
  * once though three dispatchers look, a delivery pending on a SIGKILLed instance is sent by
  * another, the journal, resend, reset and receivers are the same from every instance, and
- * faults are drawn as on one instance. Each case starts its own cluster on a fresh Redis. What
- * is shared, and what is not yet (metrics, the profile in force): docs/cluster.md §11.1; the
- * webhooks' queue: §11.6; the journal and the report: §11.7. Not in `make test`: it needs
- * redis-server and nginx (scripts/install-deps cluster). */
+ * faults are drawn as on one instance. A profile PUT on one instance is in force on all (and on
+ * one started later); `times: 3` fires 3 times over the three; a token bucket and a
+ * concurrency cap hold for the cluster's total; a confirm of a paymentKey another instance is
+ * confirming is refused at its checks. Each case starts its own cluster on a fresh Redis. What
+ * is shared, and what is not yet (metrics, the live page): docs/cluster.md §11.1; the webhooks'
+ * queue: §11.7; the journal and the report: §11.8. Not in `make test`: it needs redis-server
+ * and nginx (scripts/install-deps cluster). */
 #define _GNU_SOURCE
 
 #include <check.h>
@@ -1049,8 +1052,7 @@ START_TEST(test_redis_stopped_gives_503_naming_the_store_no_crash_and_back_withi
 }
 END_TEST
 
-
-/* ---- webhook deliveries from the shared due-time queue (docs/cluster.md §11.6) ------------ */
+/* ---- webhook deliveries from the shared due-time queue (docs/cluster.md §11.7) ------------ */
 
 #define HOOK_WAIT_MS 15000
 #define RX(st) ((struct rx_answer){RX_STATUS, (st)})
@@ -1511,6 +1513,403 @@ START_TEST(test_webhook_max_pending_evicts_the_clusters_oldest_pending_delivery)
 }
 END_TEST
 
+/* ---- the profile in force, `times` budgets, throttles and caps over the cluster ---------- */
+
+#define CLUSTER_TENANT "test_sk_cluster_tenant"
+#define TIMES_BUDGET 3
+#define TIMES_REQUESTS 12
+#define THROTTLE_RATE 5
+#define THROTTLE_BURST 5
+#define THROTTLE_REQUESTS 45
+#define THROTTLE_PACE_MS 50 /* about 4 times the rate: most are refused */
+#define CAP_MAX 2
+#define CAP_HELD 6
+#define CAP_LATENCY_MS 2000
+
+/* A confirm route that answers every confirm 400 REJECT_CARD_COMPANY, `times` times in all
+ * (0: always). */
+static char *reject_profile(const char *name, int times)
+{
+    char buf[512], budget[32] = "";
+    if (times > 0)
+        snprintf(budget, sizeof budget, "'times':%d,", times);
+    snprintf(buf, sizeof buf,
+             "{'name':'%s','routes':{'confirm':{'faults':[{'kind':'error','p':1,%s"
+             "'status':400,'code':'REJECT_CARD_COMPANY'}]},"
+             "'default':{'latency':{'dist':'fixed','ms':0}}}}",
+             name, budget);
+    return dq(buf);
+}
+
+/* GET /__admin/profile of instance i names `want`. */
+static void assert_profile_name(const fg_cluster *c, int i, const char *want)
+{
+    json_t *p = admin_json(c->inst[i], "/__admin/profile");
+    ck_assert_msg(strcmp(json_str(p, "name"), want) == 0,
+                  "instance %d: GET /__admin/profile names '%s', want '%s' (the profile PUT on "
+                  "another instance is not in force here)", i + 1, json_str(p, "name"), want);
+    json_decref(p);
+}
+
+START_TEST(test_profile_put_on_instance_1_in_force_on_every_instance_and_a_later_one)
+{
+    fg_cluster *c = cluster_start(NULL);
+    char *profile = reject_profile("cluster-shared", 0);
+    fg_response r;
+    int64_t t0 = fg_now_ms();
+    put_profile(c->inst[0], profile, &r); /* instance 1 only */
+    ck_assert_msg(r.status == 200, "PUT on instance 1: %ld %s", r.status, r.body);
+    fg_response_fini(&r);
+    free(profile);
+    for (int i = 0; i < CLUSTER_N; i++)
+        assert_profile_name(c, i, "cluster-shared");
+    int64_t seen_ms = fg_now_ms() - t0;
+    /* ... and acting there: every confirm on every instance is rejected. */
+    for (int i = 0; i < CLUSTER_N; i++) {
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_shared_%d", i);
+        snprintf(oid, sizeof oid, "order_shared_%d", i);
+        confirm_fresh(c->inst[i], pk, oid, 1000, NULL, 10000, &r);
+        assert_error(&r, 400, "REJECT_CARD_COMPANY");
+        fg_response_fini(&r);
+    }
+    /* A rejected profile on instance 2 changes nothing anywhere. */
+    put_profile(c->inst[1], "{\"name\": 5}", &r);
+    assert_error(&r, 400, "INVALID_PROFILE");
+    fg_response_fini(&r);
+    for (int i = 0; i < CLUSTER_N; i++)
+        assert_profile_name(c, i, "cluster-shared");
+    /* A tenant's own profile, PUT on instance 2, is that tenant's on every instance. */
+    char *own = dq("{'name':'cluster-tenant','routes':{'default':{'latency':{'dist':'fixed',"
+                   "'ms':0}}}}");
+    admin_call(c->inst[1], "PUT", "/__admin/profile", own, "X-Fakegate-Tenant: " CLUSTER_TENANT,
+               &r);
+    ck_assert_msg(r.status == 200, "tenant PUT on instance 2: %ld %s", r.status, r.body);
+    fg_response_fini(&r);
+    free(own);
+    /* An instance started after the PUTs adopts them. */
+    cluster_kill(c, 2);
+    cluster_restart(c, 2);
+    assert_profile_name(c, 2, "cluster-shared");
+    for (int i = 0; i < CLUSTER_N; i++) {
+        admin_call(c->inst[i], "GET", "/__admin/profile", NULL,
+                   "X-Fakegate-Tenant: " CLUSTER_TENANT, &r);
+        ck_assert_msg(r.status == 200 && r.json && strcmp(json_str(r.json, "name"),
+                                                          "cluster-tenant") == 0,
+                      "instance %d: the tenant's profile is not the one PUT on instance 2: %ld "
+                      "%.300s", i + 1, r.status, r.body);
+        fg_response_fini(&r);
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_tenant_%d", i);
+        snprintf(oid, sizeof oid, "order_tenant_%d", i);
+        confirm_as_key(c->inst[i], CLUSTER_TENANT, pk, oid, 1000, NULL, 10000, &r);
+        assert_status(&r, 200); /* its own profile has no fault; the server's rejects */
+        fg_response_fini(&r);
+    }
+    /* A reset on instance 3 with another profile: in force on 1 and 2. */
+    admin_call(c->inst[2], "POST", "/__admin/reset", "{\"profile\": \"normal\"}", NULL, &r);
+    ck_assert_msg(r.status == 200, "reset on instance 3: %ld %s", r.status, r.body);
+    fg_response_fini(&r);
+    for (int i = 0; i < CLUSTER_N; i++)
+        assert_profile_name(c, i, "normal");
+    printf("cluster profile: a PUT on instance 1 was in force on all 3 instances %" PRId64
+           " ms after it was sent (each instance reads the version at its next request)\n",
+           seen_ms);
+    fflush(stdout);
+    cluster_free(c);
+}
+END_TEST
+
+START_TEST(test_times_3_fault_fires_exactly_3_times_over_requests_on_three_instances)
+{
+    fg_cluster *c = cluster_start(NULL);
+    char *profile = reject_profile("cluster-times", TIMES_BUDGET);
+    fg_response r;
+    cluster_put_profile(c, profile); /* on each: this case needs no shared profile */
+    free(profile);
+    int fired = 0, per[CLUSTER_N] = {0};
+    for (int k = 0; k < TIMES_REQUESTS; k++) {
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_times_%d", k);
+        snprintf(oid, sizeof oid, "order_times_%d", k);
+        confirm_fresh(c->inst[k % CLUSTER_N], pk, oid, 1000, NULL, 10000, &r);
+        ck_assert_msg(r.status == 200 || r.status == 400, "confirm %d: %ld %s", k, r.status,
+                      r.body);
+        if (r.status == 400) {
+            assert_error(&r, 400, "REJECT_CARD_COMPANY");
+            fired++;
+            per[k % CLUSTER_N]++;
+        }
+        fg_response_fini(&r);
+    }
+    ck_assert_msg(fired == TIMES_BUDGET, "a `times: %d` fault fired %d times over %d confirms "
+                  "spread on the instances (%d, %d, %d): the budget is per instance",
+                  TIMES_BUDGET, fired, TIMES_REQUESTS, per[0], per[1], per[2]);
+    /* A reset gives the budget back, cluster-wide. */
+    reset_now(c->inst[1]);
+    fired = 0;
+    for (int k = 0; k < TIMES_REQUESTS; k++) {
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_times2_%d", k);
+        snprintf(oid, sizeof oid, "order_times2_%d", k);
+        confirm_fresh(c->inst[(k + 1) % CLUSTER_N], pk, oid, 1000, NULL, 10000, &r);
+        fired += r.status == 400;
+        fg_response_fini(&r);
+    }
+    ck_assert_msg(fired == TIMES_BUDGET, "after a reset the budget fired %d times, want %d",
+                  fired, TIMES_BUDGET);
+    cluster_free(c);
+}
+END_TEST
+
+START_TEST(test_token_bucket_throttle_limits_the_cluster_total_with_retry_after)
+{
+    fg_cluster *c = cluster_start(NULL);
+    char buf[512];
+    snprintf(buf, sizeof buf,
+             "{'name':'cluster-throttle','routes':{'confirm':{'throttle':{'kind':'token_bucket',"
+             "'rate_per_s':%d,'burst':%d,'status':503,'code':'SERVICE_UNAVAILABLE',"
+             "'retry_after':{'format':'seconds','value':'auto'}}},"
+             "'default':{'latency':{'dist':'fixed','ms':0}}}}",
+             THROTTLE_RATE, THROTTLE_BURST);
+    char *profile = dq(buf);
+    fg_response r;
+    cluster_put_profile(c, profile); /* on each: this case needs no shared profile */
+    free(profile);
+    int admitted = 0, throttled = 0;
+    int64_t t0 = fg_now_ms();
+    for (int k = 0; k < THROTTLE_REQUESTS; k++) {
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_thr_%d", k);
+        snprintf(oid, sizeof oid, "order_thr_%d", k);
+        confirm_fresh(c->inst[k % CLUSTER_N], pk, oid, 1000, NULL, 10000, &r);
+        if (r.status == 200) {
+            admitted++;
+        } else {
+            assert_error(&r, 503, "SERVICE_UNAVAILABLE");
+            ck_assert_msg(strcmp(r.retry_after, "1") == 0,
+                          "a throttled confirm's Retry-After is '%s', want 1 (a token every "
+                          "%.1f s)", r.retry_after, 1.0 / THROTTLE_RATE);
+            throttled++;
+        }
+        fg_response_fini(&r);
+        fg_pause_ms(THROTTLE_PACE_MS); /* paces the load; nothing waits on the server here */
+    }
+    double elapsed_s = (double)(fg_now_ms() - t0) / 1000.0;
+    /* One bucket for the cluster: at most burst + rate x elapsed (+1 for the token refilled
+     * while the last request was on its way); three buckets would admit about three times
+     * that. */
+    double most = THROTTLE_BURST + THROTTLE_RATE * elapsed_s + 1;
+    printf("cluster throttle: %d of %d confirms over 3 instances admitted in %.2f s (%.1f/s; "
+           "the bucket allows at most %.0f: burst %d + %d/s)\n", admitted, THROTTLE_REQUESTS,
+           elapsed_s, admitted / elapsed_s, most, THROTTLE_BURST, THROTTLE_RATE);
+    fflush(stdout);
+    ck_assert_msg(admitted >= THROTTLE_BURST && admitted <= most,
+                  "%d confirms admitted over the cluster in %.2f s, want %d..%.0f (burst %d, "
+                  "%d/s): the bucket is per instance", admitted, elapsed_s, THROTTLE_BURST, most,
+                  THROTTLE_BURST, THROTTLE_RATE);
+    ck_assert_int_eq(admitted + throttled, THROTTLE_REQUESTS);
+    cluster_free(c);
+}
+END_TEST
+
+struct held {
+    const fg_cluster *c;
+    int index;
+    pthread_barrier_t *bar;
+    fg_response r;
+};
+
+static void *held_one(void *arg)
+{
+    struct held *w = arg;
+    char pk[32], oid[32];
+    snprintf(pk, sizeof pk, "pk_cap_%d", w->index);
+    snprintf(oid, sizeof oid, "order_cap_%d", w->index);
+    pthread_barrier_wait(w->bar);
+    confirm_fresh(w->c->inst[w->index % CLUSTER_N], pk, oid, 1000, NULL, 20000, &w->r);
+    return NULL;
+}
+
+START_TEST(test_cap_2_admits_2_of_6_held_confirms_spread_over_instances)
+{
+    fg_cluster *c = cluster_start(NULL);
+    char buf[512];
+    snprintf(buf, sizeof buf,
+             "{'name':'cluster-cap','routes':{'confirm':{'latency':{'dist':'fixed','ms':%d},"
+             "'concurrency':{'max_in_flight':%d,'status':503,'code':'SERVICE_UNAVAILABLE'}},"
+             "'default':{'latency':{'dist':'fixed','ms':0}}}}",
+             CAP_LATENCY_MS, CAP_MAX);
+    char *profile = dq(buf);
+    fg_response r;
+    cluster_put_profile(c, profile); /* on each: this case needs no shared profile */
+    free(profile);
+    struct held w[CAP_HELD];
+    pthread_t t[CAP_HELD];
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, CAP_HELD);
+    for (int i = 0; i < CAP_HELD; i++) {
+        w[i] = (struct held){.c = c, .index = i, .bar = &bar};
+        ck_assert(pthread_create(&t[i], NULL, held_one, &w[i]) == 0);
+    }
+    for (int i = 0; i < CAP_HELD; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&bar);
+    int admitted = 0, capped = 0;
+    for (int i = 0; i < CAP_HELD; i++) {
+        ck_assert_msg(w[i].r.curl_code == CURLE_OK, "confirm %d: %s", i, w[i].r.curl_error);
+        if (w[i].r.status == 200) {
+            admitted++;
+        } else {
+            assert_error(&w[i].r, 503, "SERVICE_UNAVAILABLE");
+            /* Refused at once, while the admitted ones were held. */
+            ck_assert_msg(w[i].r.total_us < CAP_LATENCY_MS * 1000LL,
+                          "capped confirm %d took %lld us", i, (long long)w[i].r.total_us);
+            capped++;
+        }
+        fg_response_fini(&w[i].r);
+    }
+    ck_assert_msg(admitted == CAP_MAX, "cap %d: %d of %d confirms held at once over the "
+                  "instances were admitted (%d capped): the cap is per instance", CAP_MAX,
+                  admitted, CAP_HELD, capped);
+    /* The slots came back: the next confirm is admitted. */
+    confirm_fresh(c->inst[1], "pk_cap_after", "order_cap_after", 1000, NULL, 20000, &r);
+    assert_status(&r, 200);
+    fg_response_fini(&r);
+    cluster_free(c);
+}
+END_TEST
+
+/* Wait up to 5 s until instance i's ledger holds the payment of `oid`, made by the confirm
+ * `what` when it passed its checks (its admission, and a cap slot, came before). */
+static void wait_payment(const fg_cluster *c, int i, const char *oid, const char *what)
+{
+    int64_t deadline = fg_now_ms() + 5000;
+    for (;;) {
+        json_t *a = fg_admin_payments(c->inst[i], oid);
+        size_t n = a ? json_array_size(a) : 0;
+        json_decref(a);
+        if (n == 1)
+            return;
+        ck_assert_msg(fg_now_ms() < deadline, "%s made no payment %s in 5 s", what, oid);
+        fg_pause_ms(5);
+    }
+}
+
+struct lease_hold {
+    const fg_cluster *c;
+    fg_response r;
+};
+
+static void *lease_holder(void *arg)
+{
+    struct lease_hold *w = arg;
+    confirm_fresh(w->c->inst[0], "pk_lease_held", "order_lease_held", 1000, NULL, 30000, &w->r);
+    return NULL;
+}
+
+START_TEST(test_cap_slot_of_a_killed_instance_lapses_within_its_lease)
+{
+    fg_cluster *c = cluster_start(NULL);
+    char buf[512];
+    snprintf(buf, sizeof buf,
+             "{'name':'cluster-lease','routes':{'confirm':{'latency':{'dist':'fixed','ms':20000},"
+             "'concurrency':{'max_in_flight':1,'status':503,'code':'SERVICE_UNAVAILABLE'}},"
+             "'default':{'latency':{'dist':'fixed','ms':0}}}}");
+    char *profile = dq(buf);
+    cluster_put_profile(c, profile);
+    free(profile);
+    /* Instance 1 holds the one slot with a confirm of 20 s ... */
+    struct lease_hold held = {.c = c};
+    pthread_t t;
+    ck_assert(pthread_create(&t, NULL, lease_holder, &held) == 0);
+    /* Its payment exists once it has passed its checks, after its admission took the slot
+     * (the shared journal lists only finished requests, so it cannot show a held one). */
+    wait_payment(c, 0, "order_lease_held", "instance 1's held confirm");
+    fg_response r;
+    confirm_with(c->inst[1], "pk_lease_0", "order_lease_0", 1000, NULL,
+                 "X-Fakegate-Latency-Ms: 0", 10000, &r);
+    assert_error(&r, 503, "SERVICE_UNAVAILABLE");
+    fg_response_fini(&r);
+    /* ... and dies: its slot lapses with its lease (renewed every second, 3 s). */
+    cluster_kill(c, 0);
+    int64_t killed = fg_now_ms(), back = -1;
+    for (int k = 1; back < 0; k++) {
+        char pk[32], oid[32];
+        snprintf(pk, sizeof pk, "pk_lease_%d", k);
+        snprintf(oid, sizeof oid, "order_lease_%d", k);
+        confirm_with(c->inst[1 + k % 2], pk, oid, 1000, NULL, "X-Fakegate-Latency-Ms: 0", 10000,
+                     &r);
+        if (r.status == 200)
+            back = fg_now_ms() - killed;
+        else
+            assert_error(&r, 503, "SERVICE_UNAVAILABLE");
+        fg_response_fini(&r);
+        ck_assert_msg(back >= 0 || fg_now_ms() - killed < 10000,
+                      "the killed instance's cap slot still held 10 s after its death");
+        if (back < 0)
+            fg_pause_ms(POLL_MS);
+    }
+    pthread_join(t, NULL);
+    ck_assert_msg(held.r.curl_code != CURLE_OK, "the held confirm on the killed instance was "
+                  "answered %ld", held.r.status);
+    fg_response_fini(&held.r);
+    printf("cluster cap: the slot of a SIGKILLed instance lapsed %" PRId64 " ms after its "
+           "death (a 3 s lease, renewed every second)\n", back);
+    fflush(stdout);
+    cluster_free(c);
+}
+END_TEST
+
+#define MARK_LATENCY_MS 1500
+
+struct mark_first {
+    const fg_cluster *c;
+    fg_response r;
+};
+
+static void *mark_first_one(void *arg)
+{
+    struct mark_first *w = arg;
+    confirm_fresh(w->c->inst[0], "pk_mark", "order_mark", 1000, "mark-key-1", 20000, &w->r);
+    return NULL;
+}
+
+START_TEST(test_confirm_of_a_payment_in_progress_on_another_instance_refused_at_its_checks)
+{
+    fg_cluster *c = cluster_start(NULL);
+    char *profile = confirm_latency_profile("cluster-mark", MARK_LATENCY_MS);
+    cluster_put_profile(c, profile);
+    free(profile);
+    struct mark_first w = {.c = c};
+    pthread_t t;
+    ck_assert(pthread_create(&t, NULL, mark_first_one, &w) == 0);
+    /* The payment exists once the first confirm has passed its checks (its section made it). */
+    wait_payment(c, 0, "order_mark", "the first confirm");
+    fg_response second;
+    confirm_fresh(c->inst[1], "pk_mark", "order_mark", 1000, "mark-key-2", 20000, &second);
+    pthread_join(t, NULL);
+    assert_status(&w.r, 200);
+    assert_error(&second, 400, "ALREADY_PROCESSING_REQUEST");
+    /* At its checks, as on one instance: answered while the first was still held, not after a
+     * latency of its own (where the commit's check would have caught it). */
+    ck_assert_msg(second.done_ns < w.r.done_ns,
+                  "the second confirm (instance 2) was answered %.0f ms after the first "
+                  "(instance 1): it passed its checks and was caught only at its commit",
+                  (double)(second.done_ns - w.r.done_ns) / 1e6);
+    for (int i = 0; i < CLUSTER_N; i++)
+        assert_charged_once(c->inst[i], "pk_mark", "order_mark");
+    /* Not stored under its key: sent again now, it is judged again (already processed). */
+    fg_response again;
+    confirm_fresh(c->inst[2], "pk_mark", "order_mark", 1000, "mark-key-2", 20000, &again);
+    assert_error(&again, 400, "ALREADY_PROCESSED_PAYMENT");
+    fg_response_fini(&again);
+    fg_response_fini(&second);
+    fg_response_fini(&w.r);
+    cluster_free(c);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *su = suite_create("cluster");
@@ -1525,6 +1924,14 @@ Suite *make_suite(void)
     tcase_add_test(tc,
                    test_journal_and_report_shared_requests_of_every_instance_named_seen_from_each);
     tcase_add_test(tc, test_tenant_reset_on_one_instance_hides_its_requests_on_every_instance);
+    tc = add_tcase(su, "limits_over_instances", 120);
+    tcase_add_test(tc, test_profile_put_on_instance_1_in_force_on_every_instance_and_a_later_one);
+    tcase_add_test(tc, test_times_3_fault_fires_exactly_3_times_over_requests_on_three_instances);
+    tcase_add_test(tc, test_token_bucket_throttle_limits_the_cluster_total_with_retry_after);
+    tcase_add_test(tc, test_cap_2_admits_2_of_6_held_confirms_spread_over_instances);
+    tcase_add_test(tc, test_cap_slot_of_a_killed_instance_lapses_within_its_lease);
+    tcase_add_test(tc,
+                   test_confirm_of_a_payment_in_progress_on_another_instance_refused_at_its_checks);
     tc = add_tcase(su, "stress_with_instance_killed", 900);
     tcase_add_test(tc,
                    test_stress_through_nginx_instance_killed_and_restarted_charged_at_most_once);

@@ -13,6 +13,7 @@
 
 #include "buf.h"
 #include "cluster.h"
+#include "cluster_limits.h"
 #include "common.h"
 #include "jsonpos.h"
 #include "render.h"
@@ -266,13 +267,9 @@ enum handler_result admin_get_profile(struct gateway *g, struct request *r)
     return admin_tenant(g, r, false, &t) ? describe(g, r, t) : H_RESPOND;
 }
 
-/* Parse a profile from JSON text: {"name": "x"} alone names a shipped or --profiles-dir
- * profile; anything else is a whole profile. Returns the profile, or NULL with r answered 400
- * INVALID_PROFILE (message with line:column). */
-static struct profile *profile_from(struct gateway *g, struct request *r, const char *text,
-                                    size_t len)
+int admin_parse_profile(struct gateway *g, const char *text, size_t len, struct profile **out,
+                        char err[ERR_LEN])
 {
-    char err[ERR_LEN];
     struct profile *p = NULL;
     size_t deep;
     /* Too deep: not parsed here at all; profile_parse refuses it with its place. */
@@ -283,7 +280,7 @@ static struct profile *profile_from(struct gateway *g, struct request *r, const 
     if (v && json_is_object(v) && json_object_size(v) == 1 && json_is_string(name)) {
         const char *n = json_string_value(name);
         if (!profile_name_valid(n)) {
-            snprintf(err, sizeof err, "request body: name: a profile name is [a-z0-9_-]{1,64}");
+            snprintf(err, ERR_LEN, "request body: name: a profile name is [a-z0-9_-]{1,64}");
         } else if (gateway_resolve(g, n, &p, err) != 0) {
             p = NULL;
         }
@@ -291,11 +288,30 @@ static struct profile *profile_from(struct gateway *g, struct request *r, const 
         p = NULL;
     }
     json_decref(v);
-    if (!p) {
+    *out = p;
+    return p ? 0 : -1;
+}
+
+/* admin_parse_profile, or NULL with r answered 400 INVALID_PROFILE (message with
+ * line:column). */
+static struct profile *profile_from(struct gateway *g, struct request *r, const char *text,
+                                    size_t len)
+{
+    char err[ERR_LEN];
+    struct profile *p;
+    if (admin_parse_profile(g, text, len, &p, err) != 0) {
         request_error(r, "INVALID_PROFILE", err);
         r->obs.outcome = OUT_INVALID;
     }
     return p;
+}
+
+/* cluster_limits_publish's step after the version is taken: a PUT's apply. */
+static int put_apply(struct gateway *g, struct tenant *t, struct profile *p, uint64_t version,
+                     void *ctx)
+{
+    (void)ctx;
+    return t ? gateway_apply_tenant_shared(g, t, p, version) : gateway_apply_shared(g, p, version);
 }
 
 enum handler_result admin_put_profile(struct gateway *g, struct request *r)
@@ -303,10 +319,19 @@ enum handler_result admin_put_profile(struct gateway *g, struct request *r)
     struct tenant *t;
     if (!admin_tenant(g, r, true, &t))
         return H_RESPOND;
-    struct profile *p = profile_from(g, r, r->body.data ? r->body.data : "", r->body.len);
+    const char *text = r->body.data ? r->body.data : "";
+    struct profile *p = profile_from(g, r, text, r->body.len);
     if (!p)
         return H_RESPOND;
-    if ((t ? gateway_apply_tenant(g, t, p) : gateway_apply(g, p)) != 0) {
+    /* --store redis://: published first, so a profile Redis did not take is in force nowhere. */
+    int rc = g->limits ? cluster_limits_publish(g->limits, t, text, r->body.len, false, p,
+                                                put_apply, NULL)
+                       : put_apply(g, t, p, 0, NULL);
+    if (rc != 0 && g->limits) {
+        gateway_refuse_store(g, r);
+        return H_RESPOND;
+    }
+    if (rc != 0) {
         request_error(r, "FAILED_INTERNAL_SYSTEM_PROCESSING", NULL);
         return H_RESPOND;
     }
@@ -321,6 +346,14 @@ static enum handler_result shared_journal_down(struct request *r, const char *er
     return H_RESPOND;
 }
 
+/* cluster_limits_publish's step after the version is taken: a reset. */
+static int reset_apply(struct gateway *g, struct tenant *t, struct profile *p, uint64_t version,
+                       void *ctx)
+{
+    (void)ctx;
+    return t ? gateway_reset_tenant_shared(g, t, p, version) : gateway_reset_shared(g, p, version);
+}
+
 enum handler_result admin_reset(struct gateway *g, struct request *r)
 {
     struct tenant *t;
@@ -328,6 +361,7 @@ enum handler_result admin_reset(struct gateway *g, struct request *r)
         return H_RESPOND;
     /* Optional body {"profile": NAME | {...}}: apply it after the reset. */
     struct profile *p = NULL;
+    char *ptext = NULL; /* its text, for the other instances (--store redis://) */
     if (r->body.len > 0) {
         size_t deep, line, col;
         if (jsonpos_too_deep(r->body.data, r->body.len, PROFILE_MAX_DEPTH + 1, &deep)) {
@@ -359,19 +393,26 @@ enum handler_result admin_reset(struct gateway *g, struct request *r)
                 json_decref(wrap);
             }
             p = text ? profile_from(g, r, text, strlen(text)) : NULL;
-            free(text);
             if (!p) {
+                free(text);
                 json_decref(v);
                 return H_RESPOND;
             }
+            ptext = text;
         }
         json_decref(v);
     }
-    if ((t ? gateway_reset_tenant(g, t, p) : gateway_reset(g, p)) == GATEWAY_STORE_DOWN) {
+    /* --store redis://: the new version first (the reset's profile, or the one in force anew,
+     * on every instance), then the reset. */
+    int rc = g->limits ? cluster_limits_publish(g->limits, t, ptext, ptext ? strlen(ptext) : 0,
+                                                true, p, reset_apply, NULL)
+                       : reset_apply(g, t, p, 0, NULL);
+    free(ptext);
+    if (rc == GATEWAY_STORE_DOWN || (rc != 0 && g->limits)) {
         gateway_refuse_store(g, r);
         return H_RESPOND;
     }
-    if (g->cjournal) { /* the cluster's journal too (docs/cluster.md §11.7) */
+    if (g->cjournal) { /* the cluster's journal too (docs/cluster.md §11.8) */
         char err[ERR_LEN];
         if (cluster_journal_reset(g->cjournal, t ? tenant_key(t) : NULL, now_unix_us(), err) != 0)
             return shared_journal_down(r, err);
@@ -512,7 +553,7 @@ enum handler_result admin_report(struct gateway *g, struct request *r)
         return H_RESPOND;
     struct buf b;
     buf_init(&b);
-    if (g->cjournal) { /* the whole cluster's requests (docs/cluster.md §11.7) */
+    if (g->cjournal) { /* the whole cluster's requests (docs/cluster.md §11.8) */
         char err[ERR_LEN];
         cluster_journal_flush(g->cjournal, SHARED_FLUSH_MS);
         if (cluster_journal_report(g->cjournal, t ? tenant_key(t) : NULL, &b, err) != 0) {

@@ -38,6 +38,12 @@ enum handler_result admin_get_profile(struct gateway *g, struct request *r);
  * old profile stays. Answers like GET. Thread: worker. */
 enum handler_result admin_put_profile(struct gateway *g, struct request *r);
 
+/* A profile from the text (len bytes) of a PUT /__admin/profile body: {"name": "x"} alone names
+ * a shipped or --profiles-dir profile; anything else is a whole profile. 0 with *out (caller
+ * owns), or -1 with the message (with "request body:line:column") in err. Thread: any. */
+int admin_parse_profile(struct gateway *g, const char *text, size_t len, struct profile **out,
+                        char err[ERR_LEN]);
+
 /* POST /__admin/reset [{"profile": NAME | {...}}]: gateway_reset, then apply the given
  * profile if any. Answers like GET /__admin/profile. Thread: worker. */
 enum handler_result admin_reset(struct gateway *g, struct request *r);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cluster_limits.h"
 #include "common.h"
 #include "live.h"
 #include "override.h"
@@ -197,7 +198,11 @@ static bool admit_profile(struct gateway *g, struct request *r)
     }
     struct live *cur = live_current(root, now, &since);
     struct admission a;
-    live_admit(cur, since, &tenant->flight, r->route, now, &a);
+    if (g->limits) /* --store redis://: the cluster's buckets and caps */
+        cluster_limits_admit(g->limits, cur, since, &tenant->flight, tenant, r->route, now, &a,
+                             &r->adm.cap_slot);
+    else
+        live_admit(cur, since, &tenant->flight, r->route, now, &a);
     if (a.result == ADMIT_THROTTLED) {
         const struct throttle *t = a.throttle;
         request_reject(r, t->status, t->code ? t->code : "SERVICE_UNAVAILABLE", NULL, t->body,

@@ -789,3 +789,34 @@ int cluster_instance_gone(struct cluster *c, uint64_t id)
     pthread_mutex_unlock(&c->missing_lock);
     return gone;
 }
+
+/* --- commands for other modules ------------------------------------------------------------- */
+
+struct redisReply *cluster_run(struct cluster *c, int argc, const char **argv,
+                               const size_t *lens)
+{
+    return run(c, argc, argv, lens);
+}
+
+/* The SHA1s of cluster_script_run's scripts: any thread may find one missing (NOSCRIPT, a
+ * Redis that restarted) and load it again. */
+static pthread_mutex_t scripts_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct redisReply *cluster_script_run(struct cluster *c, struct cluster_script *s, int argc,
+                                      const char **argv, size_t *lens)
+{
+    char sha[41];
+    pthread_mutex_lock(&scripts_lock);
+    memcpy(sha, s->sha, sizeof sha);
+    pthread_mutex_unlock(&scripts_lock);
+    redisReply *rep = eval(c, sha, s->src, argc, argv, lens);
+    pthread_mutex_lock(&scripts_lock);
+    memcpy(s->sha, sha, sizeof sha); /* loaded again, or as it was */
+    pthread_mutex_unlock(&scripts_lock);
+    return rep;
+}
+
+void cluster_fail(struct cluster *c, const char *why)
+{
+    set_error(c, "unreachable: %s", why);
+}

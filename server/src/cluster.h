@@ -118,4 +118,30 @@ void cluster_heartbeat(struct cluster *c);
  * instance's next refresh)? 1 gone, 0 not (yet), -1 store down. Thread: any. */
 int cluster_instance_gone(struct cluster *c, uint64_t id);
 
+/* --- commands for the modules that keep more state in the same Redis (cluster_limits.c) --- */
+
+struct redisReply;
+
+/* A Lua script: its source and its SHA1, loaded into Redis at first use (and again when Redis
+ * answers NOSCRIPT: it restarted). Initialise with CLUSTER_SCRIPT(src). */
+struct cluster_script {
+    const char *src;
+    char sha[41];
+};
+#define CLUSTER_SCRIPT(s) {(s), "0000000000000000000000000000000000000000"}
+
+/* Run one command, argv[i] of lens[i] bytes, on this thread's connection (made or made again
+ * here). The reply (caller frees with freeReplyObject; an error reply is returned as it is), or
+ * NULL: Redis unreachable, the store's error set (cluster_message, /healthz). Thread: any. */
+struct redisReply *cluster_run(struct cluster *c, int argc, const char **argv,
+                               const size_t *lens);
+/* EVALSHA of script s with argv[2..argc-1] (numkeys, keys, args; argv[0], argv[1] and their
+ * lens are filled here). The reply (caller frees), or NULL: unreachable or a script error, the
+ * store's error set. Thread: any. */
+struct redisReply *cluster_script_run(struct cluster *c, struct cluster_script *s, int argc,
+                                      const char **argv, size_t *lens);
+/* Set the store's error ("unreachable: WHY"): a reply that was not what the caller asked for.
+ * Thread: any. */
+void cluster_fail(struct cluster *c, const char *why);
+
 #endif

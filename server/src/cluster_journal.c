@@ -1,5 +1,5 @@
 /* cluster_journal.c -- the journal and the report shared through Redis (see cluster_journal.h,
- * docs/cluster.md §11.7). Request threads serialise an entry and queue it; one writer thread
+ * docs/cluster.md §11.8). Request threads serialise an entry and queue it; one writer thread
  * appends the queue in batches with one script (ids, XADD MAXLEN ~, the lost count); readers
  * take a consistent header (sequence, reset base and time, lost count, length, tenants' reset
  * times) and then the stream in pages, each on a connection of its own call. Keys, under

@@ -1,5 +1,5 @@
 /* cluster_journal.h -- with --store redis://, the journal and the report shared by every
- * instance (docs/cluster.md §11.7): each finished gateway request's entry, naming its instance,
+ * instance (docs/cluster.md §11.8): each finished gateway request's entry, naming its instance,
  * is appended to one capped Redis stream (fakegate:journal) by a writer thread of this
  * instance, in pipelined batches, off the request's path; GET /__admin/requests and GET
  * /__admin/report read the stream, so every instance lists the same requests and computes the

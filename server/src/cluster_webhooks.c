@@ -1,5 +1,5 @@
 /* cluster_webhooks.c -- webhook receivers and deliveries in the shared Redis (see
- * cluster_webhooks.h; docs/cluster.md §11.6). Keys, all under "fakegate:wh:": `d:<id>` (a hash:
+ * cluster_webhooks.h; docs/cluster.md §11.7). Keys, all under "fakegate:wh:": `d:<id>` (a hash:
  * one delivery's record, its rendered attempts and, while claimed, its lease token), `ids` (the
  * journal: every delivery kept, by id), `pending` (those pending, by id: the oldest is evicted),
  * `real` (first attempts due, by wall-clock µs), `biz` (retries due, by gateway-clock µs), `rs`

@@ -1,5 +1,5 @@
 /* cluster_webhooks.h -- webhook receivers and deliveries kept in the shared Redis of --store
- * redis:// (docs/cluster.md §11.6), so that every instance sees the cluster's deliveries and
+ * redis:// (docs/cluster.md §11.7), so that every instance sees the cluster's deliveries and
  * each attempt is sent by exactly one of them. A delivery is a hash with its due time in a
  * sorted set (the real clock for a first attempt, the gateway clock for a retry, a third set
  * for resends asked for); a dispatcher claims due deliveries with one Lua script that also

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cluster.h"
+#include "cluster_limits.h"
 #include "common.h"
 #include "request.h"
 #include "rng.h"
@@ -263,6 +264,8 @@ size_t gateway_sweep_expired(struct gateway *g)
     size_t n = 0;
     if (g->cluster) /* once a second: this instance is alive (and each section catches up) */
         cluster_heartbeat(g->cluster);
+    if (g->limits) /* the cap slots of requests in flight here are still held */
+        cluster_limits_heartbeat(g->limits);
     for (struct tenant *t = gateway_tenant_next(g, NULL); t; t = gateway_tenant_next(g, t)) {
         gateway_tenant_txn(g, t, sweep_locked, &n);
         bool more = true;
@@ -309,9 +312,15 @@ struct applied *gateway_applied_new(struct profile *p)
 
 int gateway_apply(struct gateway *g, struct profile *p)
 {
+    return gateway_apply_shared(g, p, 0);
+}
+
+int gateway_apply_shared(struct gateway *g, struct profile *p, uint64_t version)
+{
     struct applied *a = gateway_applied_new(p);
     if (!a)
         return -1;
+    live_set_version(a->live, version);
     pthread_mutex_lock(&g->apply_lock);
     a->prev = g->applied;
     g->applied = a;
@@ -388,7 +397,48 @@ static int reset_stores(struct gateway *g, struct store *s, struct request *r, v
     return 0;
 }
 
+/* The profile part of a server-wide reset (apply_lock held, `a` calloc'd or NULL): every
+ * tenant's own profile state anew, the X-Fakegate-Profile cache dropped, then `p` (owned) or the
+ * active profile anew, stamped with shared profile version `version`. */
+static void reapply_locked(struct gateway *g, struct profile *p, struct applied *a,
+                           uint64_t version)
+{
+    for (struct tenant *t = gateway_tenant_next(g, NULL); t; t = gateway_tenant_next(g, t))
+        gateway_tenant_refresh_locked(g, t, version);
+    /* Profiles named by X-Fakegate-Profile start afresh too: the next request that names one
+     * loads it again, with full buckets and unused budgets. */
+    if (g->named) {
+        struct applied *last = g->named;
+        while (last->prev)
+            last = last->prev;
+        last->prev = g->retired;
+        g->retired = g->named;
+        g->named = NULL;
+    }
+    /* Fresh buckets, budgets and window phases: the given profile, or the active one anew. */
+    const struct profile *cur = p ? p : g->applied->profile; /* never NULL after init */
+    struct live *l = a ? live_new(cur, now_mono_ns()) : NULL;
+    if (l) {
+        live_set_version(l, version);
+        a->profile = (struct profile *)cur; /* the active one stays owned by its older entry */
+        a->owns = p != NULL;
+        a->live = l;
+        a->applied_unix_us = now_unix_us();
+        a->prev = g->applied;
+        g->applied = a;
+        atomic_store(&g->live, l);
+    } else {
+        free(a);
+        profile_free(p); /* out of memory: the active profile stays, with its state */
+    }
+}
+
 int gateway_reset(struct gateway *g, struct profile *p)
+{
+    return gateway_reset_shared(g, p, 0);
+}
+
+int gateway_reset_shared(struct gateway *g, struct profile *p, uint64_t version)
 {
     /* One step under apply_lock: no profile change, other reset or named lookup can land
      * between emptying the store and applying the profile. */
@@ -414,37 +464,20 @@ int gateway_reset(struct gateway *g, struct profile *p)
         if (atomic_load(&t->timeline))
             timeline_clear(atomic_load(&t->timeline));
         atomic_store(&t->journal_floor, first);
-        gateway_tenant_refresh_locked(g, t);
     }
     metrics_reset(&g->metrics);
     flight_reset_peaks(&g->flight);
-    /* Profiles named by X-Fakegate-Profile start afresh too: the next request that names one
-     * loads it again, with full buckets and unused budgets. */
-    if (g->named) {
-        struct applied *last = g->named;
-        while (last->prev)
-            last = last->prev;
-        last->prev = g->retired;
-        g->retired = g->named;
-        g->named = NULL;
-    }
-    /* Fresh buckets, budgets and window phases: the given profile, or the active one anew. */
-    const struct profile *cur = p ? p : g->applied->profile; /* never NULL after init */
-    struct live *l = a ? live_new(cur, now_mono_ns()) : NULL;
-    if (l) {
-        a->profile = (struct profile *)cur; /* the active one stays owned by its older entry */
-        a->owns = p != NULL;
-        a->live = l;
-        a->applied_unix_us = now_unix_us();
-        a->prev = g->applied;
-        g->applied = a;
-        atomic_store(&g->live, l);
-    } else {
-        free(a);
-        profile_free(p); /* out of memory: the active profile stays, with its state */
-    }
+    reapply_locked(g, p, a, version);
     pthread_mutex_unlock(&g->apply_lock);
     return 0;
+}
+
+void gateway_reapply(struct gateway *g, struct profile *p, uint64_t version)
+{
+    struct applied *a = calloc(1, sizeof *a);
+    pthread_mutex_lock(&g->apply_lock);
+    reapply_locked(g, p, a, version);
+    pthread_mutex_unlock(&g->apply_lock);
 }
 
 static void free_named(struct applied *a)

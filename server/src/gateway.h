@@ -24,6 +24,7 @@
 
 struct cluster;
 struct cluster_journal;
+struct cluster_limits;
 struct request;
 struct statefile;
 
@@ -114,6 +115,9 @@ struct gateway {
                                       before the daemon starts */
     struct statefile *state;       /* --state-file (statefile.h), or NULL; set by main before
                                       the daemon starts (gateway_attach_state) */
+    struct cluster_limits *limits; /* --store redis://: the profile in force, its budgets,
+                                      buckets and caps shared (cluster_limits.h), or NULL; set
+                                      by main before the daemon starts */
     struct cluster *cluster;       /* --store redis:// (cluster.h), or NULL: every section then
                                       begins and commits through it; set by main before the
                                       daemon starts, with a shared state log in `state` */
@@ -223,8 +227,9 @@ void gateway_replica_clear_locked(struct gateway *g);
 int gateway_sweep_locked(struct gateway *g, struct store *s, struct request *r, void *arg);
 int gateway_tenant_reset_locked(struct gateway *g, struct store *s, struct request *r,
                                 void *arg);
-/* A server-wide reset's part for t (apply_lock held): its own profile's state afresh. */
-void gateway_tenant_refresh_locked(struct gateway *g, struct tenant *t);
+/* A server-wide reset's part for t (apply_lock held): its own profile's state afresh, stamped
+ * with shared profile version `version` (0 without --store redis://). */
+void gateway_tenant_refresh_locked(struct gateway *g, struct tenant *t, uint64_t version);
 
 /* A new applied entry for `p` (owned by it from now on): fresh state from now, not yet in any
  * list. NULL on out of memory (p freed). Thread: any. */
@@ -234,6 +239,12 @@ struct applied *gateway_applied_new(struct profile *p);
  * requests in flight keep the state they arrived with. Returns 0, or -1 on out of memory (p
  * freed, the old profile stays). Thread: any. */
 int gateway_apply(struct gateway *g, struct profile *p);
+/* gateway_apply, its state stamped with shared profile version `version` (--store redis://,
+ * cluster_limits.h: names its shared buckets and budgets). */
+int gateway_apply_shared(struct gateway *g, struct profile *p, uint64_t version);
+/* gateway_apply_tenant, likewise stamped. */
+int gateway_apply_tenant_shared(struct gateway *g, struct tenant *t, struct profile *p,
+                                uint64_t version);
 
 /* The state of the profile called `name` for X-Fakegate-Profile: loaded once through the
  * resolver and cached (its buckets and budgets are shared by the requests that name it).
@@ -253,6 +264,19 @@ int gateway_resolve(struct gateway *g, const char *name, struct profile **out,
  * empties them at its next catch-up) and the cluster's attempt counters are deleted. 0, or
  * GATEWAY_STORE_DOWN: the store was unreachable, nothing was reset (p freed). Thread: any. */
 int gateway_reset(struct gateway *g, struct profile *p);
+/* gateway_reset and gateway_reset_tenant with the new state stamped with shared profile version
+ * `version` (--store redis://). */
+int gateway_reset_shared(struct gateway *g, struct profile *p, uint64_t version);
+int gateway_reset_tenant_shared(struct gateway *g, struct tenant *t, struct profile *p,
+                                uint64_t version);
+/* The profile part of a reset another instance made (--store redis://, cluster_limits.c):
+ * gateway_reapply as gateway_reset does after emptying the stores (every tenant's own profile
+ * state anew, then `p` (owned; NULL: the active profile anew)); gateway_tenant_reapply as
+ * gateway_reset_tenant does (`p` becomes t's own, or t's state anew). Stamped with `version`.
+ * Thread: any. */
+void gateway_reapply(struct gateway *g, struct profile *p, uint64_t version);
+void gateway_tenant_reapply(struct gateway *g, struct tenant *t, struct profile *p,
+                            uint64_t version);
 
 /* The profile in force: its name copied into `name`, and a malloc'd copy of the file it was
  * read from (the start profile, or one PUT or reset by name), or NULL when it was given inline

@@ -127,7 +127,7 @@ void journal_free_copy(struct journal_entry *v, size_t n);
  * entries in the ring, of which v[0..n) are the newest). Non-UTF-8 bytes are escaped as \xNN. */
 void journal_render(struct buf *b, const struct journal_entry *v, size_t n, size_t total);
 /* The same, each entry i with "instance": instances[i] as 16 hex digits (the /healthz
- * `instance` of the process that served it; --store redis://, docs/cluster.md §11.7), or
+ * `instance` of the process that served it; --store redis://, docs/cluster.md §11.8), or
  * none when `instances` is NULL. */
 void journal_render_instances(struct buf *b, const struct journal_entry *v,
                               const uint64_t *instances, size_t n, size_t total);

@@ -36,6 +36,7 @@ static int live_init(struct live *l, const struct profile *p, int64_t origin_ns)
             if (live_init(&l->phases[i], p->phases[i].profile,
                           origin_ns + (int64_t)(start * (double)NS_PER_S)) != 0)
                 return -1;
+            l->phases[i].phase = (unsigned)i + 1;
             start += p->phases[i].for_s;
         }
         l->cycle_s = start;
@@ -72,6 +73,13 @@ void live_free(struct live *l)
         return;
     live_fini(l);
     free(l);
+}
+
+void live_set_version(struct live *l, uint64_t version)
+{
+    l->version = version;
+    for (size_t i = 0; i < l->n_phases; i++)
+        live_set_version(&l->phases[i], version);
 }
 
 struct live *live_current(struct live *l, int64_t now_ns, int64_t *since_ns)

@@ -29,12 +29,19 @@ struct live {
     struct live *phases;             /* a schedule's phases, each with its own state */
     size_t n_phases;
     double cycle_s;                  /* sum of the phases' for_s */
+    uint64_t version;                /* --store redis://: the shared profile version it was
+                                        applied under (docs/cluster.md §11.1), naming its shared
+                                        buckets and budgets; 0 without one */
+    unsigned phase;                  /* 0 for the profile, i + 1 for its phase i */
 };
 
 /* Apply `p` at now_ns: full buckets, unused budgets, the schedule starting now. NULL on out of
  * memory. Caller frees with live_free. */
 struct live *live_new(const struct profile *p, int64_t now_ns);
 void live_free(struct live *l);
+/* Stamp l and its phases with the shared profile version `version` (live.version). Before l
+ * is published to requests. */
+void live_set_version(struct live *l, uint64_t version);
 
 /* The state in force at now_ns: for a schedule the current phase (a schedule without repeat
  * stays in its last phase), else `l`. *since_ns receives now_ns minus that state's origin (for

@@ -18,6 +18,7 @@
 #include "body.h"
 #include "cluster.h"
 #include "cluster_journal.h"
+#include "cluster_limits.h"
 #include "common.h"
 #include "config.h"
 #include "http.h"
@@ -81,7 +82,7 @@ static const struct opt opts[O_COUNT] = {
     [O_JOURNAL_SIZE] = {"journal-size", "N", true, "requests the journal (GET /__admin/requests) keeps, 1-1000000 (default 10000; about 0.4 KB an entry, taken at start)"},
     [O_STATE_FILE] = {"state-file", "PATH", true, "keep the ledger and the Idempotency-Key records in this append-only file (created 0600 if missing), each change written before its answer leaves; at start the file is replayed and a request left PROCESSING by a crash is released (docs/state-file.md)"},
     [O_STATE_FSYNC] = {"state-fsync", "POLICY", true, "never (default: write(2) before the answer; survives a crash or SIGKILL of fakegate, not of the machine) or always (fdatasync(2) too: survives power loss, a disk flush per change)"},
-    [O_STORE] = {"store", "URL", true, "where the ledger, the Idempotency-Key records, attempt counters and the gateway clock live: memory (the default, this process only) or redis://HOST:PORT[/DB], a Redis shared by several instances behind a load balancer (HOST a name or IPv4 address, PORT 1-65535, DB 0-15, default 0); a request that cannot reach it gets 503 SERVICE_UNAVAILABLE naming it; not with --state-file (docs/cluster.md)"},
+    [O_STORE] = {"store", "URL", true, "where the ledger, the Idempotency-Key records, attempt counters, the gateway clock and the profile in force (with its budgets, buckets and caps) live: memory (the default, this process only) or redis://HOST:PORT[/DB], a Redis shared by several instances behind a load balancer (HOST a name or IPv4 address, PORT 1-65535, DB 0-15, default 0); a request that cannot reach it gets 503 SERVICE_UNAVAILABLE naming it; not with --state-file (docs/cluster.md)"},
     [O_CLUSTER_JOURNAL_MAX] = {"cluster-journal-max", "N", true, "with --store redis://: the shared journal's bound, the requests of every instance that GET /__admin/requests and GET /__admin/report read from Redis, 1-10000000 (default 200000; about 0.5 KB of Redis memory an entry; older entries are trimmed and the report then says it is incomplete; docs/cluster.md)"},
     [O_ADMIN_TOKEN] = {"admin-token", "TOKEN", true, "require 'Authorization: Bearer TOKEN' on /__admin routes (not /__admin/health and the live page's files; /healthz and /metrics stay open; compared in constant time)"},
     [O_LOG] = {"log", "FORMAT", true, "access log on stderr, one line per request: text (default) or json"},
@@ -661,14 +662,20 @@ static int open_store(struct gateway *g, const struct config *cfg, struct statef
     size_t jmax = cfg->cluster_journal_max ? cfg->cluster_journal_max
                                            : CLUSTER_JOURNAL_MAX_DEFAULT;
     g->cjournal = cluster_journal_start(&u, g->instance_id, jmax, err);
-    if (!g->cjournal) {
-        fprintf(stderr, "fakegate: %s\n", err);
+    /* The profile in force, its budgets, buckets and caps: the cluster's (cluster_limits.h). */
+    struct cluster_limits *l = g->cjournal ? cluster_limits_new(c, g) : NULL;
+    if (!g->cjournal || !l || cluster_limits_start(l, err) != 0) {
+        fprintf(stderr, "fakegate: %s\n", !g->cjournal || l ? err : "out of memory");
+        cluster_limits_free(l);
+        cluster_journal_stop(g->cjournal);
+        g->cjournal = NULL;
         g->cluster = NULL;
         gateway_attach_state(g, NULL);
         statefile_free(sf);
         cluster_free(c);
         return -1;
     }
+    g->limits = l;
     if (!cfg->quiet)
         fprintf(stderr, "fakegate: --store %s: instance %016llx, replayed %llu lines of the shared "
                         "log in %.1f ms\n", u.text, (unsigned long long)g->instance_id,
@@ -837,6 +844,7 @@ static int run(struct cli *clip, int argc, char **argv)
     gateway_fini(&gw);
     bool lost = sf && atomic_load(&sf->failed);
     statefile_free(sf);
+    cluster_limits_free(gw.limits);
     cluster_free(cl);
     return lost ? 1 : 0;
 
@@ -849,6 +857,7 @@ fail_gateway:
     gw.cjournal = NULL;
     gateway_fini(&gw);
     statefile_free(sf);
+    cluster_limits_free(gw.limits);
     cluster_free(cl);
     return 1;
 }

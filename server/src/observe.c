@@ -12,6 +12,7 @@
 
 #include "buf.h"
 #include "cluster_journal.h"
+#include "cluster_limits.h"
 #include "common.h"
 
 /* The report that judges r: its tenant's, or the server's own for a request refused before a
@@ -241,12 +242,20 @@ static void end_flight(struct gateway *g, struct request *r)
     if (r->adm.in_flight) {
         flight_end(&g->flight, r->route);
         flight_end(&r->adm.tenant->flight, r->route);
+        if (r->adm.cap_slot)
+            cluster_limits_release(g->limits, r->adm.cap_slot);
+        r->adm.cap_slot = NULL;
     }
+    /* A confirm whose commit never ran (a reset overtook it, the store failed) gives its
+     * payment's mark back here. */
+    if (r->processing_mark)
+        cluster_limits_release(g->limits, r->processing_mark);
+    r->processing_mark = NULL;
     r->adm.in_flight = false;
 }
 
 /* --store redis://: r's whole entry, as its journal slot now holds it, for the shared journal
- * (docs/cluster.md §11.7). `end` is its ending (ending_of). */
+ * (docs/cluster.md §11.8). `end` is its ending (ending_of). */
 static void share(struct gateway *g, const struct request *r, const struct journal_entry *end)
 {
     struct journal_entry e = *end;

@@ -4,9 +4,9 @@
  * idempotency (409 / replay / claim) and the ledger's business checks → latency → commit.
  * Every store access is one gateway_txn section, so a request a reset has overtaken touches
  * nothing. Invariant, under the store lock: a payment has `processing` set by at most one
- * request of this process (the claim holder), and a commit approves only a payment still
- * IN_PROGRESS and uncharged (on a shared store another instance may have approved it
- * meanwhile), so charges <= 1. */
+ * request of this process (the claim holder) -- on a shared store, of the cluster, through its
+ * mark in Redis -- and a commit approves only a payment still IN_PROGRESS and uncharged (on a
+ * shared store another instance may have approved it meanwhile), so charges <= 1. */
 #define _DEFAULT_SOURCE
 #include "payments.h"
 
@@ -19,6 +19,7 @@
 #include "admin.h"
 #include "answer.h"
 #include "body.h"
+#include "cluster_limits.h"
 #include "common.h"
 #include "observe.h"
 #include "payments_int.h"
@@ -319,7 +320,11 @@ static bool confirm_checks(struct gateway *g, struct store *s, struct request *r
         pay_business_error(s, r, "ALREADY_PROCESSED_PAYMENT", NULL, NULL);
         return false;
     }
-    if (p->processing) {
+    /* --store redis://: the mark is the cluster's too, so a confirm of p on another instance
+     * is refused here as on one (a store that is down leaves the commit's check). */
+    if (p->processing ||
+        (g->limits && cluster_limits_mark(g->limits, r->adm.tenant, p->payment_key,
+                                          &r->processing_mark) == 0)) {
         /* Transient, like a 409: not stored under this request's key. */
         request_error(r, "ALREADY_PROCESSING_REQUEST", NULL);
         r->obs.outcome = OUT_BUSINESS_ERROR;
@@ -359,15 +364,20 @@ static int commit_locked(struct gateway *g, struct store *s, struct request *r, 
     struct payment *p = payment_of(s, r);
     assert(p && p->processing); /* the claim holder's payment, set at its claim */
     p->processing = false;
+    if (r->processing_mark) {
+        cluster_limits_release(g->limits, r->processing_mark);
+        r->processing_mark = NULL;
+    }
     if (answer_fault_uncommits(r)) {
         pay_release_claim(s, r);
         return COMMIT_UNCOMMITTED;
     }
     if (p->status != PAY_IN_PROGRESS || p->charges != 0) {
-        /* `processing` is this process's: on a shared store (docs/cluster.md) a confirm of the
-         * same payment on another instance, under another Idempotency-Key or none, can pass its
-         * checks too and commit first (this section's catch-up applied it). This one ran beside
-         * it, so it gets what a second confirm gets on one instance: transient, not stored. */
+        /* The backstop of the shared `processing` mark (docs/cluster.md): when Redis could not
+         * be asked for it, a confirm of the same payment on another instance, under another
+         * Idempotency-Key or none, can pass its checks too and commit first (this section's
+         * catch-up applied it). This one ran beside it, so it gets what a second confirm gets
+         * on one instance: transient, not stored. */
         request_error(r, "ALREADY_PROCESSING_REQUEST", NULL);
         r->obs.outcome = OUT_BUSINESS_ERROR;
         pay_release_claim(s, r);
@@ -708,7 +718,11 @@ static void plan(struct gateway *g, struct request *r, const char *identity)
     struct rng rng;
     rng_seed_request(&rng, r->adm.seed, (int)r->route, identity, strlen(identity), r->attempt);
     struct plan pl;
-    live_plan(r->adm.live, r->route, r->attempt, &rng, &pl);
+    if (g->limits) /* --store redis://: `times` budgets counted cluster-wide */
+        cluster_limits_plan(g->limits, r->adm.live, r->adm.tenant, r->route, r->attempt, &rng,
+                            &pl);
+    else
+        live_plan(r->adm.live, r->route, r->attempt, &rng, &pl);
     if (r->adm.ovr_fault_profile) {
         /* X-Fakegate-Fault replaces the profile's faults for this request (its own draw). */
         struct plan ov;

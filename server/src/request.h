@@ -107,6 +107,8 @@ struct admit_state {
                               arrived under (applied or X-Fakegate-Profile), else the start's */
     uint64_t generation;   /* the reset generation it was admitted in (gateway_txn checks it) */
     bool in_flight;        /* counted in flight from arrival to the end of its response */
+    struct cluster_slot *cap_slot; /* --store redis://: its slot of a shared concurrency cap
+                              (cluster_limits.h), given back with in_flight; NULL without */
     struct profile *ovr_fault_profile; /* owned: X-Fakegate-Fault parsed as a one-fault profile */
     double ovr_latency_ms; /* X-Fakegate-Latency-Ms (>= 0), or -1 for none */
 };
@@ -208,6 +210,9 @@ struct request {
                                   while adm.generation is the store's */
     struct payment *payment; /* confirm: the payment of payment_key, found or created at
                                 arrival (borrowed; valid while adm.generation is the store's) */
+    struct cluster_slot *processing_mark; /* --store redis://: the cluster's `processing` mark
+                                of its payment (cluster_limits_mark), held from its checks to
+                                its commit; NULL without */
 
     struct response resp;
 };

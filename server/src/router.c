@@ -11,6 +11,7 @@
 #include "admin.h"
 #include "admit.h"
 #include "answer.h"
+#include "cluster_limits.h"
 #include "gateway.h"
 #include "observe.h"
 #include "payments.h"
@@ -229,6 +230,8 @@ static bool headers_admitted(struct gateway *g, struct request *r)
 
 enum handler_result router_on_headers(struct gateway *g, struct request *r)
 {
+    if (g->limits) /* --store redis://: a profile another instance published applies first */
+        cluster_limits_sync(g->limits);
     if (r->path && is_admin_path(r->path))
         return admit_admin(g, r) && headers_admitted(g, r) ? H_CONTINUE : H_RESPOND;
     bool ok = headers_admitted(g, r);

@@ -157,14 +157,16 @@ const char *tenant_key(const struct tenant *t)
 }
 
 /* A fresh state of the server's profile (src) for t (apply_lock held), counted from
- * `origin_ns`. 0, or -1 on out of memory (t keeps the one it has). */
-static int derive_live(struct tenant *t, struct live *src, int64_t origin_ns)
+ * `origin_ns`, stamped with the shared profile version `version`. 0, or -1 on out of memory
+ * (t keeps the one it has). */
+static int derive_live(struct tenant *t, struct live *src, int64_t origin_ns, uint64_t version)
 {
     struct applied *a = calloc(1, sizeof *a);
     if (!a || !(a->live = live_new(src->profile, origin_ns))) {
         free(a);
         return -1;
     }
+    live_set_version(a->live, version);
     a->profile = (struct profile *)src->profile; /* owned by the server's applied entry */
     a->applied_unix_us = now_unix_us();
     a->prev = t->lives;
@@ -187,7 +189,7 @@ struct live *gateway_tenant_live(struct gateway *g, struct tenant *t)
             /* The default tenant shares the server's state: one key, no difference. */
             t->live_for = server;
             atomic_store(&t->live, server);
-        } else if (derive_live(t, server, server->origin_ns) != 0 && !atomic_load(&t->live)) {
+        } else if (derive_live(t, server, server->origin_ns, server->version) != 0 && !atomic_load(&t->live)) {
             t->live_for = server;
             atomic_store(&t->live, server); /* out of memory: share rather than fail */
         }
@@ -205,9 +207,16 @@ static const struct applied *own_of(const struct tenant *t)
 
 int gateway_apply_tenant(struct gateway *g, struct tenant *t, struct profile *p)
 {
+    return gateway_apply_tenant_shared(g, t, p, 0);
+}
+
+int gateway_apply_tenant_shared(struct gateway *g, struct tenant *t, struct profile *p,
+                                uint64_t version)
+{
     struct applied *a = gateway_applied_new(p);
     if (!a)
         return -1;
+    live_set_version(a->live, version);
     pthread_mutex_lock(&g->apply_lock);
     a->prev = t->own;
     t->own = a;
@@ -227,13 +236,15 @@ void gateway_with_tenant_applied(struct gateway *g, struct tenant *t,
 }
 
 /* Fresh buckets, budgets and windows for t (apply_lock held): its own profile applied anew,
- * or (all_of_it) a fresh state of the server's. */
-static void refresh_live(struct gateway *g, struct tenant *t, bool all_of_it)
+ * or (all_of_it) a fresh state of the server's; stamped with shared profile version
+ * `version`. */
+static void refresh_live(struct gateway *g, struct tenant *t, bool all_of_it, uint64_t version)
 {
     struct applied *own = (struct applied *)own_of(t);
     if (own) {
         struct applied *a = calloc(1, sizeof *a);
         if (a && (a->live = live_new(own->profile, now_mono_ns()))) {
+            live_set_version(a->live, version);
             a->profile = own->profile; /* owned by the older entry */
             a->applied_unix_us = now_unix_us();
             a->prev = t->own;
@@ -245,12 +256,24 @@ static void refresh_live(struct gateway *g, struct tenant *t, bool all_of_it)
         return;
     }
     if (all_of_it)
-        derive_live(t, atomic_load(&g->live), now_mono_ns());
+        derive_live(t, atomic_load(&g->live), now_mono_ns(), version);
 }
 
-void gateway_tenant_refresh_locked(struct gateway *g, struct tenant *t)
+void gateway_tenant_refresh_locked(struct gateway *g, struct tenant *t, uint64_t version)
 {
-    refresh_live(g, t, false); /* the server's state is applied anew by the reset itself */
+    refresh_live(g, t, false, version); /* the server's state is applied anew by the reset */
+}
+
+void gateway_tenant_reapply(struct gateway *g, struct tenant *t, struct profile *p,
+                            uint64_t version)
+{
+    if (p) {
+        gateway_apply_tenant_shared(g, t, p, version);
+        return;
+    }
+    pthread_mutex_lock(&g->apply_lock);
+    refresh_live(g, t, true, version);
+    pthread_mutex_unlock(&g->apply_lock);
 }
 
 /* Sweep one tenant's expired sessions (see gateway_sweep_expired). */
@@ -330,6 +353,12 @@ void gateway_replica_clear_locked(struct gateway *g)
 
 int gateway_reset_tenant(struct gateway *g, struct tenant *t, struct profile *p)
 {
+    return gateway_reset_tenant_shared(g, t, p, 0);
+}
+
+int gateway_reset_tenant_shared(struct gateway *g, struct tenant *t, struct profile *p,
+                                uint64_t version)
+{
     pthread_mutex_lock(&g->apply_lock);
     if (gateway_tenant_txn(g, t, gateway_tenant_reset_locked, NULL) == GATEWAY_STORE_DOWN) {
         pthread_mutex_unlock(&g->apply_lock);
@@ -343,12 +372,6 @@ int gateway_reset_tenant(struct gateway *g, struct tenant *t, struct profile *p)
     if (atomic_load(&t->timeline))
         timeline_clear(atomic_load(&t->timeline));
     pthread_mutex_unlock(&g->apply_lock);
-    if (p) {
-        gateway_apply_tenant(g, t, p);
-        return 0;
-    }
-    pthread_mutex_lock(&g->apply_lock);
-    refresh_live(g, t, true);
-    pthread_mutex_unlock(&g->apply_lock);
+    gateway_tenant_reapply(g, t, p, version);
     return 0;
 }

@@ -90,7 +90,7 @@ enum delivery_status { DELIVERY_PENDING = 0, DELIVERY_DELIVERED, DELIVERY_FAILED
 int delivery_status_parse(const char *s);
 
 /* {"deliveries": [...]} oldest first (docs/webhooks.md §6.4), matching `f`: this process's
- * journal, or with --store redis:// the cluster's (docs/cluster.md §11.6). 0, or -2 the store
+ * journal, or with --store redis:// the cluster's (docs/cluster.md §11.7). 0, or -2 the store
  * is down. Thread: any. */
 int webhooks_render_deliveries(struct webhooks *w, const struct delivery_filter *f,
                                struct buf *b);

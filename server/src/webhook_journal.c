@@ -781,7 +781,7 @@ void webhooks_render_metrics(struct webhooks *w, struct buf *b)
                 "its answer.\n# TYPE fakegate_webhook_pending gauge\nfakegate_webhook_pending ");
     if (!w->cwh)
         buf_addf(b, "%zu\n", w->n_pending);
-    else if (c_up) /* the cluster's (docs/cluster.md §11.6) */
+    else if (c_up) /* the cluster's (docs/cluster.md §11.7) */
         buf_addf(b, "%llu\n", (unsigned long long)c_pending);
     else
         buf_adds(b, "NaN\n"); /* the store is down: unknown, not this instance's share */
