@@ -212,6 +212,36 @@ static void conn_free(void *p)
 }
 
 /* This thread's connection, connected; NULL (the error set) when Redis cannot be reached. */
+struct redisContext *cluster_connect(const struct cluster_url *u, int timeout_ms, char *why,
+                                     size_t n)
+{
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    redisContext *ctx = redisConnectWithTimeout(u->host, (int)u->port, tv);
+    if (!ctx || ctx->err) {
+        snprintf(why, n, "%s", ctx ? ctx->errstr : "out of memory");
+        if (ctx)
+            redisFree(ctx);
+        return NULL;
+    }
+    int one = 1;
+    redisSetTimeout(ctx, tv);
+    setsockopt(ctx->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (u->db) {
+        redisReply *rep = redisCommand(ctx, "SELECT %u", u->db);
+        bool ok = rep && rep->type == REDIS_REPLY_STATUS;
+        if (!ok)
+            snprintf(why, n, "SELECT %u: %s", u->db,
+                     rep ? (rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply")
+                         : ctx->errstr);
+        freeReplyObject(rep);
+        if (!ok) {
+            redisFree(ctx);
+            return NULL;
+        }
+    }
+    return ctx;
+}
+
 static struct conn *conn_get(struct cluster *c)
 {
     struct conn *k = pthread_getspecific(c->key);
@@ -236,28 +266,10 @@ static struct conn *conn_get(struct cluster *c)
     if (now < k->next_try_ns)
         return NULL; /* the error of the last try stands */
     k->next_try_ns = now + CLUSTER_RECONNECT_MS * NS_PER_MS;
-    struct timeval tv = {0, CLUSTER_TIMEOUT_MS * 1000};
-    k->ctx = redisConnectWithTimeout(c->url.host, (int)c->url.port, tv);
-    if (!k->ctx || k->ctx->err) {
-        set_error(c, "unreachable: %s", k->ctx ? k->ctx->errstr : "out of memory");
-        conn_close(k);
+    char why[256];
+    if (!(k->ctx = cluster_connect(&c->url, CLUSTER_TIMEOUT_MS, why, sizeof why))) {
+        set_error(c, "unreachable: %s", why);
         return NULL;
-    }
-    int one = 1;
-    redisSetTimeout(k->ctx, tv);
-    setsockopt(k->ctx->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (c->url.db) {
-        redisReply *rep = redisCommand(k->ctx, "SELECT %u", c->url.db);
-        bool ok = rep && rep->type == REDIS_REPLY_STATUS;
-        if (!ok)
-            set_error(c, "unreachable: SELECT %u: %s", c->url.db,
-                      rep ? (rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply")
-                          : k->ctx->errstr);
-        freeReplyObject(rep);
-        if (!ok) {
-            conn_close(k);
-            return NULL;
-        }
     }
     /* A Redis that came back empty learns at once that this instance is alive. */
     freeReplyObject(redisCommand(k->ctx, "SET " PREFIX "instance:%016llx 1 PX %d",

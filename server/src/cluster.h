@@ -37,6 +37,16 @@ struct cluster_url {
  * port is 1-65535"). Thread: any; pure. */
 int cluster_parse_url(const char *s, struct cluster_url *u, char err[ERR_LEN]);
 
+struct redisContext;
+
+/* A new hiredis connection to Redis at *u: connected within `timeout_ms` (ms), the same timeout
+ * on every command after, TCP_NODELAY, and SELECT of u->db when it is not 0. Returns it (the
+ * caller redisFree()s it), or NULL with the reason in why (n bytes, no prefix: "Connection
+ * refused", "SELECT 3: ERR DB index is out of range"). The one place the store's connections
+ * are made (the sections', the shared journal's writer, the webhooks'). Thread: any. */
+struct redisContext *cluster_connect(const struct cluster_url *u, int timeout_ms, char *why,
+                                     size_t n);
+
 struct cluster;
 
 /* What /healthz shows of the store (cluster_status). */

@@ -83,28 +83,10 @@ struct cluster_journal {
 
 static redisContext *connect_to(const struct cluster_url *u, char err[ERR_LEN])
 {
-    struct timeval tv = {0, CJ_TIMEOUT_MS * 1000};
-    redisContext *ctx = redisConnectWithTimeout(u->host, (int)u->port, tv);
-    if (!ctx || ctx->err) {
-        snprintf(err, ERR_LEN, "fakegate store %s unreachable: %s", u->text,
-                 ctx ? ctx->errstr : "out of memory");
-        if (ctx)
-            redisFree(ctx);
-        return NULL;
-    }
-    redisSetTimeout(ctx, tv);
-    if (u->db) {
-        redisReply *rep = redisCommand(ctx, "SELECT %u", u->db);
-        bool ok = rep && rep->type == REDIS_REPLY_STATUS;
-        if (!ok)
-            snprintf(err, ERR_LEN, "fakegate store %s unreachable: SELECT %u: %s", u->text,
-                     u->db, rep && rep->type == REDIS_REPLY_ERROR ? rep->str : ctx->errstr);
-        freeReplyObject(rep);
-        if (!ok) {
-            redisFree(ctx);
-            return NULL;
-        }
-    }
+    char why[256];
+    redisContext *ctx = cluster_connect(u, CJ_TIMEOUT_MS, why, sizeof why);
+    if (!ctx)
+        snprintf(err, ERR_LEN, "fakegate store %s unreachable: %.150s", u->text, why);
     return ctx;
 }
 

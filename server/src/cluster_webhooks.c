@@ -13,14 +13,11 @@
 #include "cluster_webhooks.h"
 
 #include <hiredis/hiredis.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "cluster.h"
 
@@ -248,26 +245,10 @@ static bool wconn_ready(struct cwh *h, struct wconn *k)
     if (now < k->next_try_ns)
         return false;
     k->next_try_ns = now + CWH_RECONNECT_MS * NS_PER_MS;
-    struct timeval tv = {0, CWH_TIMEOUT_MS * 1000};
-    k->ctx = redisConnectWithTimeout(h->url.host, (int)h->url.port, tv);
-    if (!k->ctx || k->ctx->err) {
-        set_error(h, "unreachable: %s", k->ctx ? k->ctx->errstr : "out of memory");
-        wconn_close(k);
+    char why[256];
+    if (!(k->ctx = cluster_connect(&h->url, CWH_TIMEOUT_MS, why, sizeof why))) {
+        set_error(h, "unreachable: %s", why);
         return false;
-    }
-    int one = 1;
-    redisSetTimeout(k->ctx, tv);
-    setsockopt(k->ctx->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (h->url.db) {
-        redisReply *rep = redisCommand(k->ctx, "SELECT %u", h->url.db);
-        bool ok = rep && rep->type == REDIS_REPLY_STATUS;
-        if (!ok)
-            set_error(h, "unreachable: SELECT %u failed", h->url.db);
-        freeReplyObject(rep);
-        if (!ok) {
-            wconn_close(k);
-            return false;
-        }
     }
     return true;
 }

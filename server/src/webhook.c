@@ -575,23 +575,10 @@ static void end_transfer(struct webhooks *w, struct delivery *d)
 
 /* ---- --store redis://: claimed deliveries ------------------------------------------------------ */
 
-/* Where delivery `id` is in w->all (id order), or where it would go. Lock held. */
-static size_t all_index(const struct webhooks *w, uint64_t id)
-{
-    size_t lo = 0, hi = w->n_all;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (w->all[mid]->id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
 
 static void all_remove(struct webhooks *w, const struct delivery *d)
 {
-    size_t i = all_index(w, d->id);
+    size_t i = wh_all_index(w, d->id);
     if (i < w->n_all && w->all[i] == d) {
         memmove(&w->all[i], &w->all[i + 1], (w->n_all - i - 1) * sizeof *w->all);
         w->n_all--;
@@ -700,7 +687,7 @@ static void claim_cluster(struct webhooks *w)
                   MAX_IN_FLIGHT - w->n_in_flight, &c, &n) != 0)
         return;
     for (size_t i = 0; i < n; i++) {
-        size_t at = all_index(w, c[i].id);
+        size_t at = wh_all_index(w, c[i].id);
         if (at < w->n_all && w->all[at]->id == c[i].id)
             continue; /* sending it already (a lease that ran out on a live claimer) */
         struct delivery *d = claimed_delivery(&c[i]);

@@ -173,6 +173,8 @@ void wh_ensure_bodies(struct webhooks *w, struct event **ev, size_t n, struct bu
 void wh_transmission_id(uint64_t salt, uint64_t n, char out[35]);
 void wh_file_event_cluster(struct webhooks *w, struct event *e, const struct inbound *in);
 struct delivery *wh_find(struct webhooks *w, uint64_t id);
+/* Where delivery `id` is in w->all (kept in id order), or where it would go. Lock held. */
+size_t wh_all_index(const struct webhooks *w, uint64_t id);
 void wh_event_unref(struct event *e);
 void wh_delivery_free(struct delivery *d);
 void wh_pending_add(struct webhooks *w, struct delivery *d);

@@ -23,7 +23,7 @@ static const char *const STATUS_NAMES[] = {"pending", "delivered", "failed", "dr
 
 /* ---- the journal ----------------------------------------------------------------------------- */
 
-struct delivery *wh_find(struct webhooks *w, uint64_t id)
+size_t wh_all_index(const struct webhooks *w, uint64_t id)
 {
     size_t lo = 0, hi = w->n_all;
     while (lo < hi) {
@@ -33,7 +33,13 @@ struct delivery *wh_find(struct webhooks *w, uint64_t id)
         else
             hi = mid;
     }
-    return lo < w->n_all && w->all[lo]->id == id ? w->all[lo] : NULL;
+    return lo;
+}
+
+struct delivery *wh_find(struct webhooks *w, uint64_t id)
+{
+    size_t i = wh_all_index(w, id);
+    return i < w->n_all && w->all[i]->id == id ? w->all[i] : NULL;
 }
 
 void wh_event_unref(struct event *e)
