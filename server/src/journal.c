@@ -3,7 +3,7 @@
  * lock, and only to a larger id (a writer that lost its slot to a newer id skips it) or, on a
  * reset, to empty. Ids are taken before the slot is locked, so a copy can momentarily show
  * entry N+1 without N (N has its id but has not written its slot yet); both are there once
- * both requests have arrived. */
+ * both requests have arrived. Slot i is guarded by locks[i % JOURNAL_LOCKS] (journal.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "journal.h"
 
@@ -38,7 +38,6 @@ static const char *route_label(int r)
  * copies its strings into memory the slot already has instead of allocating them anew. */
 enum { JS_PATH, JS_ORDER_ID, JS_PAYMENT_KEY, JS_IDEM_KEY, JS_N };
 struct journal_slot {
-    pthread_mutex_t lock;
     struct journal_entry e; /* its string fields point into buf[], or are NULL */
     char *buf[JS_N];
     size_t cap[JS_N];
@@ -77,16 +76,22 @@ static void slot_set(struct journal_slot *s, int i, const char *src)
     *slot_field(&s->e, i) = s->buf[i];
 }
 
+/* The lock of ring slot i. */
+static pthread_mutex_t *slot_lock(struct journal *j, size_t i)
+{
+    return &j->locks[i % JOURNAL_LOCKS].m;
+}
+
 int journal_init(struct journal *j, size_t cap)
 {
-    j->ring = calloc(cap, sizeof *j->ring);
+    j->ring = calloc(cap, sizeof *j->ring); /* untouched until used: fresh zero pages */
     j->cap = cap;
     atomic_init(&j->next_id, 1);
     atomic_init(&j->first_id, 1);
     if (!j->ring)
         return -1;
-    for (size_t i = 0; i < cap; i++)
-        pthread_mutex_init(&j->ring[i].lock, NULL);
+    for (size_t i = 0; i < JOURNAL_LOCKS; i++)
+        pthread_mutex_init(&j->locks[i].m, NULL);
     return 0;
 }
 
@@ -101,11 +106,11 @@ static void entry_fini(struct journal_entry *e)
 
 void journal_fini(struct journal *j)
 {
-    for (size_t i = 0; i < j->cap; i++) {
+    for (size_t i = 0; i < j->cap; i++)
         for (int f = 0; f < JS_N; f++)
             free(j->ring[i].buf[f]);
-        pthread_mutex_destroy(&j->ring[i].lock);
-    }
+    for (size_t i = 0; i < JOURNAL_LOCKS; i++)
+        pthread_mutex_destroy(&j->locks[i].m);
     free(j->ring);
 }
 
@@ -117,10 +122,10 @@ void journal_reset(struct journal *j)
     atomic_store(&j->first_id, first);
     for (size_t i = 0; i < j->cap; i++) {
         struct journal_slot *s = &j->ring[i];
-        pthread_mutex_lock(&s->lock);
-        if (s->e.id < first)
+        pthread_mutex_lock(slot_lock(j, i));
+        if (s->e.id && s->e.id < first) /* an empty slot stays untouched */
             memset(&s->e, 0, sizeof s->e);
-        pthread_mutex_unlock(&s->lock);
+        pthread_mutex_unlock(slot_lock(j, i));
     }
 }
 
@@ -137,9 +142,10 @@ uint64_t journal_begin(struct journal *j, const struct journal_entry *e)
 {
     uint64_t id = atomic_fetch_add(&j->next_id, 1);
     struct journal_slot *slot = &j->ring[id % j->cap];
-    pthread_mutex_lock(&slot->lock);
+    pthread_mutex_t *lock = slot_lock(j, id % j->cap);
+    pthread_mutex_lock(lock);
     if (slot->e.id > id) { /* a newer request took the slot first: this entry is gone */
-        pthread_mutex_unlock(&slot->lock);
+        pthread_mutex_unlock(lock);
         return id;
     }
     slot->e = *e;
@@ -149,14 +155,15 @@ uint64_t journal_begin(struct journal *j, const struct journal_entry *e)
     slot_set(slot, JS_PAYMENT_KEY, e->payment_key);
     slot_set(slot, JS_IDEM_KEY, e->idempotency_key);
     slot->e.id = id;
-    pthread_mutex_unlock(&slot->lock);
+    pthread_mutex_unlock(lock);
     return id;
 }
 
 void journal_update(struct journal *j, uint64_t id, const struct journal_entry *e)
 {
     struct journal_slot *slot = &j->ring[id % j->cap];
-    pthread_mutex_lock(&slot->lock);
+    pthread_mutex_t *lock = slot_lock(j, id % j->cap);
+    pthread_mutex_lock(lock);
     struct journal_entry *s = &slot->e;
     if (id && s->id == id) {
         slot_set(slot, JS_ORDER_ID, e->order_id);
@@ -185,7 +192,7 @@ void journal_update(struct journal *j, uint64_t id, const struct journal_entry *
             memcpy(s->trace_id, e->trace_id, sizeof s->trace_id);
         }
     }
-    pthread_mutex_unlock(&slot->lock);
+    pthread_mutex_unlock(lock);
 }
 
 struct journal_entry *journal_copy(struct journal *j, size_t limit, size_t *n)
@@ -201,10 +208,10 @@ struct journal_entry *journal_copy(struct journal *j, size_t limit, size_t *n)
     if (v)
         for (uint64_t id = last - avail + 1; id <= last && k < avail; id++) {
             struct journal_slot *slot = &j->ring[id % j->cap];
-            pthread_mutex_lock(&slot->lock);
+            pthread_mutex_lock(slot_lock(j, id % j->cap));
             if (slot->e.id == id) /* else gone, or begun but not yet written */
                 copy_entry(&v[k++], &slot->e);
-            pthread_mutex_unlock(&slot->lock);
+            pthread_mutex_unlock(slot_lock(j, id % j->cap));
         }
     *n = k;
     return v;
