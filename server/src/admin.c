@@ -341,8 +341,7 @@ enum handler_result admin_put_profile(struct gateway *g, struct request *r)
 /* The shared journal (--store redis://) could not be read or reset: 503 naming the store. */
 static enum handler_result shared_journal_down(struct request *r, const char *err)
 {
-    request_error(r, "SERVICE_UNAVAILABLE", err);
-    r->resp.internal = true;
+    gateway_refuse_store_msg(r, err);
     return H_RESPOND;
 }
 

@@ -84,10 +84,7 @@ static enum handler_result store_down(struct gateway *g, struct request *r)
 {
     char msg[400];
     webhooks_store_message(g->webhooks, msg, sizeof msg);
-    request_error(r, "SERVICE_UNAVAILABLE", msg);
-    r->resp.internal = true;
-    r->obs.outcome = OUT_CAPPED;
-    r->obs.store_down = true;
+    gateway_refuse_store_msg(r, msg);
     return H_RESPOND;
 }
 

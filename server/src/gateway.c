@@ -136,14 +136,19 @@ int gateway_tenant_txn(struct gateway *g, struct tenant *t, gateway_txn_fn fn, v
     return rc;
 }
 
-void gateway_refuse_store(struct gateway *g, struct request *r)
+void gateway_refuse_store_msg(struct request *r, const char *msg)
 {
-    char msg[400];
-    cluster_message(g->cluster, msg, sizeof msg);
     request_error(r, "SERVICE_UNAVAILABLE", msg);
     r->resp.internal = true;
     r->obs.outcome = OUT_CAPPED;
     r->obs.store_down = true;
+}
+
+void gateway_refuse_store(struct gateway *g, struct request *r)
+{
+    char msg[400];
+    cluster_message(g->cluster, msg, sizeof msg);
+    gateway_refuse_store_msg(r, msg);
 }
 
 bool gateway_expire(struct gateway *g, struct store *s, struct payment *p)

@@ -171,6 +171,9 @@ int gateway_tenant_txn(struct gateway *g, struct tenant *t, gateway_txn_fn fn, v
  * ("fakegate store redis://127.0.0.1:6390/0 unreachable: Connection refused"), and mark it
  * store_down (not judged by the report, like a request a reset overtook). Thread: any. */
 void gateway_refuse_store(struct gateway *g, struct request *r);
+/* The same answer with the message `msg` (the store's part that failed says it: the webhooks'
+ * queue, say). Thread: any. */
+void gateway_refuse_store_msg(struct request *r, const char *msg);
 
 /* The reset count of tenant t now, without the store lock. A /v1 request is stamped with its
  * tenant's when admitted. Exact where gateway_txn checks it; elsewhere (attempt counts,
