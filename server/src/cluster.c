@@ -387,6 +387,11 @@ void cluster_free(struct cluster *c)
     free(c);
 }
 
+const struct cluster_url *cluster_url_of(const struct cluster *c)
+{
+    return &c->url;
+}
+
 const char *cluster_url_text(const struct cluster *c)
 {
     return c->url.text;

@@ -106,6 +106,9 @@ void cluster_message(struct cluster *c, char *out, size_t n);
 void cluster_status(struct cluster *c, struct cluster_status *st);
 /* The URL as written back (redis://HOST:PORT/DB). Borrowed, lives as long as c. */
 const char *cluster_url_text(const struct cluster *c);
+/* The URL as parsed (for the store's other connections: cluster_connect). Borrowed, lives as
+ * long as c. */
+const struct cluster_url *cluster_url_of(const struct cluster *c);
 /* This process's instance id, as claim records name their owner. */
 uint64_t cluster_instance(const struct cluster *c);
 

@@ -319,17 +319,14 @@ static redisReply *adm_run(struct cwh *h, int argc, const char **argv)
     return rep;
 }
 
-struct cwh *cwh_new(const char *store_url, uint64_t instance_id, char err[ERR_LEN])
+struct cwh *cwh_new(const struct cluster_url *u, uint64_t instance_id, char err[ERR_LEN])
 {
     struct cwh *h = calloc(1, sizeof *h);
     if (!h) {
         snprintf(err, ERR_LEN, "out of memory");
         return NULL;
     }
-    if (cluster_parse_url(store_url, &h->url, err) != 0) {
-        free(h);
-        return NULL;
-    }
+    h->url = *u;
     snprintf(h->token, sizeof h->token, "%016llx", (unsigned long long)instance_id);
     pthread_mutex_init(&h->adm_lock, NULL);
     pthread_mutex_init(&h->err_lock, NULL);

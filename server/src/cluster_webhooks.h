@@ -28,6 +28,7 @@
 #define CWH_MAX_RECEIVERS 16
 
 struct cwh;
+struct cluster_url;
 
 /* One receiver list as stored: the server's or a tenant's own. */
 struct cwh_receivers {
@@ -68,10 +69,9 @@ struct cwh_claim {
     int64_t sched_base_us;     /* gateway-clock time the last scheduled attempt was due */
 };
 
-/* A handle for the Redis of `store_url` (cluster_url_text's form) with this instance's id (the
- * lease token). NULL with err filled on a bad URL or out of memory. Nothing connects yet.
- * Thread: main. */
-struct cwh *cwh_new(const char *store_url, uint64_t instance_id, char err[ERR_LEN]);
+/* A handle for the Redis at *u (copied; cluster_url_of) with this instance's id (the lease
+ * token). NULL with err filled on out of memory. Nothing connects yet. Thread: main. */
+struct cwh *cwh_new(const struct cluster_url *u, uint64_t instance_id, char err[ERR_LEN]);
 /* Close the connections and free h (NULL allowed). Thread: main, the dispatcher stopped. */
 void cwh_free(struct cwh *h);
 

@@ -994,7 +994,7 @@ struct webhooks *webhooks_start(struct gateway *g, const char *const *urls, size
     wh_set_receivers_locked(w, &w->server, urls, n_urls, false);
     if (g->cluster) {
         /* The cluster's lists decide who gets an event, so every event is noted. */
-        if (!(w->cwh = cwh_new(cluster_url_text(g->cluster), g->instance_id, err)) ||
+        if (!(w->cwh = cwh_new(cluster_url_of(g->cluster), g->instance_id, err)) ||
             cwh_seed_receivers(w->cwh, urls, n_urls) != 0) {
             if (w->cwh)
                 cwh_message(w->cwh, err, ERR_LEN);
