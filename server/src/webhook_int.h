@@ -137,6 +137,7 @@ struct webhooks {
     struct receivers *own;       /* tenants' own (PUT naming one), in a list */
     struct delivery **all;       /* the journal, id order */
     size_t n_all, cap_all;
+    size_t trim_at;              /* trim's next scan once n_all passes this (0: the base) */
     uint64_t next_id, next_event;
     struct delivery *pend_head, *pend_tail;
     size_t n_pending;

@@ -95,10 +95,15 @@ void wh_settle(struct webhooks *w, struct delivery *d, enum delivery_status st)
     d->due_biz_us = 0;
 }
 
-/* Keep the last WEBHOOK_JOURNAL deliveries, and every pending or in-flight one. */
+/* Keep the last WEBHOOK_JOURNAL deliveries, and every pending or in-flight one. A scan walks
+ * the whole journal, so it runs once WEBHOOK_JOURNAL / 8 more have been filed since the last,
+ * not at every filing: with more pending than WEBHOOK_JOURNAL (a receiver that never answers,
+ * --webhook-max-pending above it) nothing can go, and a scan per event made filing cost
+ * O(pending). */
 static void trim(struct webhooks *w)
 {
-    if (w->n_all <= WEBHOOK_JOURNAL + WEBHOOK_JOURNAL / 8)
+    size_t at = WEBHOOK_JOURNAL + WEBHOOK_JOURNAL / 8;
+    if (w->n_all <= at || w->n_all <= w->trim_at)
         return;
     size_t excess = w->n_all - WEBHOOK_JOURNAL, keep = 0;
     for (size_t i = 0; i < w->n_all; i++) {
@@ -111,6 +116,7 @@ static void trim(struct webhooks *w)
         }
     }
     w->n_all = keep;
+    w->trim_at = keep + WEBHOOK_JOURNAL / 8;
 }
 
 /* ---- filing deliveries ----------------------------------------------------------------------- */
@@ -473,6 +479,7 @@ void webhooks_reset(struct webhooks *w, const struct tenant *t)
         }
     }
     w->n_all = keep;
+    w->trim_at = 0;
     heap_filter(w, &w->real);
     heap_filter(w, &w->biz);
     if (!t) { /* the server's counters restart with a server-wide reset only */
