@@ -14,8 +14,8 @@
 # Environment: BENCH_DURATION (seconds per throughput run, default 10), BENCH_OUT_DIR (where
 # results.json and BENCHMARKS.md go, default: the repository), BENCH_PAYMENTS (payments for the
 # memory scenario, default 1000000), BENCH_ID_PAYMENTS (confirms for each run of the
-# memory-per-identity scenario, default 300000), BENCH_WEBHOOK_ROUNDS (rounds of 1000 confirms
-# for each server in the webhooks scenario, 1-9, default 5), BENCH_KEEP=1 keeps the temp dir.
+# memory-per-identity scenario, default 300000), BENCH_WEBHOOK_ROUNDS (rounds of 500 confirms
+# for each server in the webhooks scenario, 1-99, default 60), BENCH_KEEP=1 keeps the temp dir.
 # BENCH_ONLY="7" (or "1 3", "5b,7": names separated by spaces or commas) runs only those
 # scenarios: idle, 1 (with 2, which shares its server: "1" or "2" runs both), 3, 4, 5, 5b, 6, 7,
 # 8, 9, 10 (10: instances on one Redis, --store; needs redis-server), burst.
@@ -48,8 +48,8 @@ if [ -n "$ONLY" ]; then
     done
     [ -n "${BENCH_OUT_DIR:-}" ] || OUT_DIR="" # set to the temp dir below
 fi
-WH_ROUNDS=${BENCH_WEBHOOK_ROUNDS:-16}
-case "$WH_ROUNDS" in [1-9] | 1[0-9]) ;; *) die "BENCH_WEBHOOK_ROUNDS: 1 to 19, not '$WH_ROUNDS'" ;; esac
+WH_ROUNDS=${BENCH_WEBHOOK_ROUNDS:-60}
+case "$WH_ROUNDS" in [1-9] | [1-9][0-9]) ;; *) die "BENCH_WEBHOOK_ROUNDS: 1 to 99, not '$WH_ROUNDS'" ;; esac
 WH_ROUND_N=500
 
 [ -x "$FG_SRC" ] || die "no fakegate binary at $FG_SRC (run make first)"
@@ -714,7 +714,10 @@ while True:  # accept, keep, never read or answer
     for i in $(seq 500); do [ -s "$T/hang.port" ] && break; sleep 0.01; done
     [ -s "$T/hang.port" ] || die "the hanging receiver did not start: $(cat "$T/hang.err")"
     HANG_PORT=$(cat "$T/hang.port")
-    start_fg wh_a "$T/zero.json" --webhook-url "http://127.0.0.1:$HANG_PORT/hook"
+    # Every delivery stays pending (the receiver never answers): A's bound holds all of them, so
+    # no eviction happens inside the rounds.
+    start_fg wh_a "$T/zero.json" --webhook-url "http://127.0.0.1:$HANG_PORT/hook" \
+        --webhook-max-pending $((WH_ROUNDS * WH_ROUND_N + 1000))
     A_PID=$FG_PID A_PORT=$FG_PORT
     start_fg wh_b "$T/zero.json"
     B_PID=$FG_PID B_PORT=$FG_PORT
