@@ -470,7 +470,10 @@ START_TEST(test_sigkill_mid_load_loses_no_answered_change_and_charges_once)
     ck_assert_int_eq(r.payments, 300);
     ck_assert_int_eq(r.charges, 300);
     ck_assert_int_eq(r.cancels, 600);
-    ck_assert_int_gt(r.unanswered, 0); /* the kills did land mid-load */
+    /* The kills did land mid-load: the restarts released records left PROCESSING. (Not
+     * r.unanswered: a request cut off on a reused keep-alive connection is resent by libcurl
+     * itself, and then counts as refused; one run had 24 released, 0 cut off, 64 refused.) */
+    ck_assert_int_gt(r.released, 0);
 }
 END_TEST
 
