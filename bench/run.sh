@@ -754,11 +754,13 @@ while True:  # accept, keep, never read or answer
         awk -v x="$1" '$1 == x {t += $10; n += $3} END {printf "%.1f", n ? t / 1000 / n : 0}' "$T/wh_rounds.txt"
     }
     # What A holds just before its SIGTERM: deliveries pending (metrics), attempts in flight (the
-    # journal: an attempt with no duration yet), connections the receiver has accepted.
+    # receiver's connections still ESTABLISHED in /proc/net/tcp: the listener never closes one,
+    # so an attempt that timed out leaves its side in CLOSE_WAIT; the deliveries listing would
+    # not do, it shows the newest 10 000 and the attempts on the wire are the oldest), and
+    # connections the receiver has accepted.
     WH_PENDING=$(metric "$A_PORT" fakegate_webhook_pending)
-    WH_INFLIGHT=$(curl -s "http://127.0.0.1:$A_PORT/__admin/webhooks/deliveries?status=pending&limit=10000" |
-        jq '[.deliveries[] | select((.attempts | length) > 0 and .attempts[-1].duration_ms == null)] | length' \
-        2>/dev/null)
+    WH_INFLIGHT=$(awk -v port="$(printf '%04X' "$HANG_PORT")" \
+        'NR > 1 && $4 == "01" && substr($2, index($2, ":") + 1) == port { n++ } END { print n + 0 }' /proc/net/tcp)
     WH_ACCEPTED=$(tail -1 "$T/hang.out" 2>/dev/null)
     stop_timed "$A_PID"; A_STOP=$STOP_MS A_RC=$STOP_RC
     stop_timed "$B_PID"; B_STOP=$STOP_MS B_RC=$STOP_RC
